@@ -1,0 +1,77 @@
+package admission
+
+import "time"
+
+// NoStarvationBound is what StarvationBound returns when no bound holds:
+// aging is off, Urgent is 0, or the type is unknown.
+const NoStarvationBound time.Duration = -1
+
+// rank is a queued job's place in the priority order at one instant.
+type rank struct {
+	eff      Priority  // effective priority
+	urgent   bool      // aged >= Urgent
+	promoted int       // promotions so far
+	next     time.Time // next instant the rank changes; zero = never
+}
+
+// rankAt computes the rank at now of a job of base priority base whose aging
+// clock started at start (see the package doc for the formulas).
+func rankAt(a *AgingConfig, base Priority, start, now time.Time) rank {
+	if a == nil {
+		return rank{eff: base}
+	}
+	p := 0
+	if wait := now.Sub(start); wait >= a.Grace {
+		p = int((wait - a.Grace) / a.Interval)
+	}
+	aged := base + a.Step*Priority(p)
+	r := rank{eff: aged, promoted: p}
+	if a.Max > 0 && aged >= a.Max {
+		r.eff = a.Max
+	}
+	if a.Urgent > 0 && aged >= a.Urgent {
+		r.urgent = true
+		return r // urgent jobs are ordered by age alone: no further change
+	}
+	switch {
+	case a.Max > 0 && aged >= a.Max && a.Urgent == 0:
+		// capped and never urgent: the rank is final
+	case a.Max > 0 && aged >= a.Max:
+		// capped: the next change is urgency
+		r.next = start.Add(a.Grace + time.Duration(promotionsTo(a, base, a.Urgent))*a.Interval)
+	default:
+		r.next = start.Add(a.Grace + time.Duration(p+1)*a.Interval)
+	}
+	return r
+}
+
+// promotionsTo is n = ceil((target - base)/Step), the promotions a job of
+// base priority base needs to reach target.
+func promotionsTo(a *AgingConfig, base, target Priority) int {
+	d := int(target - base)
+	if d <= 0 {
+		return 0
+	}
+	step := int(a.Step)
+	return (d + step - 1) / step
+}
+
+// StarvationBound is the longest a queued job of type t can wait before it
+// becomes urgent: Grace + n·Interval with n = ceil((Urgent-base)/Step). From
+// then on it precedes every non-urgent job and is admitted at the first seat
+// that opens for which no conflict, type cap, key cap or pause holds it back
+// (after any older urgent job). It returns NoStarvationBound when aging is
+// off, Urgent is 0, or t is not registered.
+func (s *Scheduler) StarvationBound(t JobType) time.Duration {
+	a := s.cfg.Aging
+	if a == nil || a.Urgent == 0 {
+		return NoStarvationBound
+	}
+	s.mu.Lock()
+	ts, ok := s.types[t]
+	s.mu.Unlock()
+	if !ok {
+		return NoStarvationBound
+	}
+	return a.Grace + time.Duration(promotionsTo(a, ts.cfg.Priority, a.Urgent))*a.Interval
+}

@@ -1,0 +1,251 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+)
+
+// Acquire waits for a seat for r and returns a Permit holding it; the caller
+// must call Permit.Release exactly once when the work is done.
+//
+// Acquire fails at once with ctx.Err() if ctx is already done, with an error
+// wrapping ErrUnknownJobType for an unregistered type, and with a
+// *RejectedError (ErrQueueFull, ErrClosed) when the request cannot be queued.
+// While it waits, it returns ctx.Err() if ctx ends, a *RejectedError wrapping
+// ErrWaitTimeout after the type's MaxWait, ErrQueueFull if a lighter caller
+// pushed it out, and ErrClosed if the scheduler closes. On every error the
+// request has left the queue and holds no seat.
+func (s *Scheduler) Acquire(ctx context.Context, r Request) (*Permit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	j := &job{jobID: foldIdentifier(r.JobID), foreground: true}
+	return s.acquire(ctx, j, r.Type, foldIdentifier(r.FairnessKey))
+}
+
+func (s *Scheduler) acquire(ctx context.Context, j *job, t JobType, key string) (*Permit, error) {
+	now := time.Now()
+	var buf [8]*job
+	s.mu.Lock()
+	ts, err := s.typeLocked(t)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	wake, err := s.enqueueLocked(j, ts, key, now, buf[:0])
+	if err == nil {
+		wake = s.dispatchLocked(now, wake)
+	}
+	admitted := j.state == jobRunning
+	if err == nil && !admitted {
+		j.ready = make(chan struct{})
+	}
+	maxWait := ts.cfg.MaxWait
+	s.mu.Unlock()
+	s.wakeAll(wake)
+	switch {
+	case err != nil:
+		return nil, err
+	case admitted:
+		return j, nil
+	}
+	return s.wait(ctx, j, maxWait)
+}
+
+// wait parks the caller on its own channel until it is admitted or rejected,
+// ctx ends, or maxWait passes.
+func (s *Scheduler) wait(ctx context.Context, j *job, maxWait time.Duration) (*Permit, error) {
+	var timeout <-chan time.Time
+	if maxWait > 0 {
+		t := time.NewTimer(maxWait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-j.ready:
+		if j.err != nil {
+			return nil, j.err
+		}
+		return j, nil
+	case <-ctx.Done():
+		return s.abandon(j, ctx.Err(), false)
+	case <-timeout:
+		return s.abandon(j, nil, true)
+	}
+}
+
+// abandon takes a waiter that gave up out of the queue. If its seat was
+// granted in the meantime, the seat is handed back without charge and
+// dispatch runs again; if it was rejected in the meantime, that rejection is
+// returned.
+func (s *Scheduler) abandon(j *job, cause error, timedOut bool) (*Permit, error) {
+	now := time.Now()
+	var buf [8]*job
+	var wake []*job
+	s.mu.Lock()
+	switch j.state {
+	case jobQueued, jobParked:
+		s.unqueueLocked(j, now)
+	case jobRunning:
+		s.finishLocked(j, now, 0, false)
+		wake = s.dispatchLocked(now, buf[:0])
+	case jobDone:
+		err := j.err
+		s.mu.Unlock()
+		return nil, err
+	}
+	if timedOut {
+		s.counters.RejectedWaitTimeout++
+		cause = s.rejectLocked(ErrWaitTimeout, false, j.typ, j.key, now)
+	} else {
+		s.counters.Cancelled++
+	}
+	j.err = cause
+	s.mu.Unlock()
+	s.wakeAll(wake)
+	return nil, cause
+}
+
+// Release gives the seat back, charges the key the measured seat time and
+// feeds it to the cost estimate. Calling it twice is a bug and panics.
+func (p *Permit) Release() {
+	s := p.s
+	now := time.Now()
+	var buf [8]*job
+	s.mu.Lock()
+	if p.state != jobRunning {
+		s.mu.Unlock()
+		panic("admission: Permit.Release called on a permit that is not held (released twice?)")
+	}
+	s.finishLocked(p, now, now.Sub(p.started), true)
+	wake := s.dispatchLocked(now, buf[:0])
+	s.mu.Unlock()
+	s.wakeAll(wake)
+}
+
+// RunSync waits for a seat like Acquire, runs fn holding it, releases it and
+// returns fn's error. fn's context is ctx, also cancelled when Close gives up
+// waiting. If fn panics, the seat is released and the panic continues.
+func (s *Scheduler) RunSync(ctx context.Context, t JobType, jobID, fairnessKey string, fn func(context.Context) error) error {
+	if fn == nil {
+		return fmt.Errorf("%w: RunSync: nil fn for job type %q", ErrInvalidConfig, t)
+	}
+	p, err := s.Acquire(ctx, Request{Type: t, JobID: jobID, FairnessKey: fairnessKey})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	p.cancel = cancel
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		cancel()
+	}
+	defer func() {
+		cancel()
+		p.Release()
+	}()
+	return fn(ctx)
+}
+
+// Submit queues background work with fairness key "" and returns at once. It
+// fails with an error wrapping ErrUnknownJobType, ErrInvalidConfig (nil fn),
+// ErrQueueFull or ErrClosed when the job cannot be queued. Once queued, the
+// job runs in its own goroutine when admitted; its error, a panic, or its
+// expiry after MaxWait, push-out or drop at Close is reported through the
+// logger and the Snapshot counters.
+func (s *Scheduler) Submit(t JobType, jobID string, fn func(context.Context) error) error {
+	if fn == nil {
+		return fmt.Errorf("%w: Submit: nil fn for job type %q", ErrInvalidConfig, t)
+	}
+	j := &job{jobID: foldIdentifier(jobID), fn: fn}
+	now := time.Now()
+	var buf [8]*job
+	s.mu.Lock()
+	ts, err := s.typeLocked(t)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	wake, err := s.enqueueLocked(j, ts, "", now, buf[:0])
+	if err == nil {
+		wake = s.dispatchLocked(now, wake)
+		if mw := ts.cfg.MaxWait; mw > 0 && (j.state == jobQueued || j.state == jobParked) {
+			j.timer = time.AfterFunc(mw, func() { s.expire(j) })
+		}
+	}
+	s.mu.Unlock()
+	s.wakeAll(wake)
+	return err
+}
+
+// expire ends a background job still queued after its type's MaxWait.
+func (s *Scheduler) expire(j *job) {
+	now := time.Now()
+	s.mu.Lock()
+	if j.state != jobQueued && j.state != jobParked {
+		s.mu.Unlock()
+		return
+	}
+	s.unqueueLocked(j, now)
+	s.counters.RejectedWaitTimeout++
+	j.err = s.rejectLocked(ErrWaitTimeout, false, j.typ, nil, now)
+	s.mu.Unlock()
+	s.reportDropped(j)
+}
+
+// wakeAll acts on the jobs a locked section admitted or rejected, after the
+// lock is released: waiting callers are woken, admitted background jobs
+// start, rejected background jobs are reported.
+func (s *Scheduler) wakeAll(wake []*job) {
+	for _, j := range wake {
+		switch {
+		case j.foreground:
+			if j.ready != nil {
+				close(j.ready)
+			}
+		case j.err != nil:
+			s.reportDropped(j)
+		default:
+			go s.runBackground(j)
+		}
+	}
+}
+
+func (s *Scheduler) reportDropped(j *job) {
+	s.log.Warn("admission: background job did not run", "type", string(j.typ.name), "job_id", j.jobID, "err", j.err)
+}
+
+// runBackground runs an admitted background job and releases its seat.
+func (s *Scheduler) runBackground(j *job) {
+	defer s.wg.Done()
+	err := s.call(j)
+	now := time.Now()
+	var buf [8]*job
+	s.mu.Lock()
+	s.finishLocked(j, now, now.Sub(j.started), true)
+	if err != nil {
+		s.counters.Failed++
+	}
+	wake := s.dispatchLocked(now, buf[:0])
+	s.mu.Unlock()
+	s.wakeAll(wake)
+	if err != nil {
+		s.log.Warn("admission: background job failed", "type", string(j.typ.name), "job_id", j.jobID, "err", err)
+	}
+}
+
+// call runs a background job's fn, turning a panic into ErrJobPanicked.
+func (s *Scheduler) call(j *job) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%w: %v\n%s", ErrJobPanicked, v, debug.Stack())
+		}
+	}()
+	ctx, cancel := context.WithCancel(s.baseCtx)
+	defer cancel()
+	return j.fn(ctx)
+}

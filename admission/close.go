@@ -1,0 +1,107 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Close stops admission. New calls fail with ErrClosed and queued foreground
+// requests fail with ErrClosed at once. Queued background jobs keep being
+// admitted until none is queued or running, or until ctx ends; then the
+// contexts of the jobs still running under the scheduler (RunSync and Submit)
+// are cancelled, background jobs that never ran are reported through the
+// logger and the Dropped counter, and Close waits for every background
+// goroutine to return (background work must honour its context).
+//
+// Close returns nil when all background work ran, and otherwise an error
+// wrapping ctx.Err() that says how much was dropped. Permits from Acquire are
+// not waited for; releasing them after Close is fine. Calling Close again
+// waits for the first call and returns ErrClosed.
+func (s *Scheduler) Close(ctx context.Context) error {
+	now := time.Now()
+	s.mu.Lock()
+	if s.closing {
+		done := s.closeDone
+		s.mu.Unlock()
+		<-done
+		return ErrClosed
+	}
+	s.closing = true
+	s.closeDone = make(chan struct{})
+	defer close(s.closeDone)
+	var wake []*job
+	for _, k := range s.activeKeysLocked() {
+		for j := k.head; j != nil; {
+			next := j.next
+			if j.foreground {
+				s.unqueueLocked(j, now)
+				s.counters.RejectedClosed++
+				j.err = &RejectedError{Reason: ErrClosed, Type: j.typ.name}
+				wake = append(wake, j)
+			}
+			j = next
+		}
+	}
+	idle := make(chan struct{})
+	s.bgIdle = idle
+	s.backgroundChangedLocked()
+	s.mu.Unlock()
+	s.wakeAll(wake)
+
+	var err error
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		err = s.stop(ctx.Err())
+	}
+	s.mu.Lock()
+	s.stopped = true
+	for _, j := range s.running.s {
+		if j.cancel != nil {
+			j.cancel()
+		}
+	}
+	s.mu.Unlock()
+	s.cancelBase()
+	s.wg.Wait()
+	return err
+}
+
+// stop drops the background jobs still queued when Close's context ends.
+func (s *Scheduler) stop(cause error) error {
+	now := time.Now()
+	s.mu.Lock()
+	var dropped []*job
+	for _, k := range s.activeKeysLocked() {
+		for j := k.head; j != nil; {
+			next := j.next
+			if !j.foreground {
+				s.unqueueLocked(j, now)
+				s.counters.Dropped++
+				j.err = fmt.Errorf("%w: dropped by Close: %w", ErrClosed, cause)
+				dropped = append(dropped, j)
+			}
+			j = next
+		}
+	}
+	running := s.bgRunning
+	s.stopped = true
+	s.mu.Unlock()
+	for _, j := range dropped {
+		s.reportDropped(j)
+	}
+	return fmt.Errorf("admission: Close: %w: %d queued background jobs dropped, %d running background jobs cancelled",
+		cause, len(dropped), running)
+}
+
+// activeKeysLocked returns the active keys in a stable order (by name), so
+// that Close acts on queued work deterministically.
+func (s *Scheduler) activeKeysLocked() []*keyState {
+	ks := make([]*keyState, 0, len(s.active))
+	for _, k := range s.active {
+		ks = append(ks, k)
+	}
+	sortKeys(ks)
+	return ks
+}

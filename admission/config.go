@@ -1,0 +1,227 @@
+package admission
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// JobType names a kind of work, usually a route ("sync-clone",
+// "/git.v1.Git/Clone"). Register it once with [Scheduler.RegisterType].
+type JobType string
+
+// ConflictGroup names a family of job types that must not run at the same
+// time on the same job ID. The empty group conflicts with nothing.
+type ConflictGroup string
+
+// Priority orders job types: higher is dispatched first. The value is also
+// the concurrency cap of its tier unless [Config.TierLimits] overrides it.
+type Priority int
+
+// Conventional priorities from the Go seed: at most 10 background and 40
+// foreground jobs at once, foreground first.
+const (
+	PriorityBackground Priority = 10
+	PriorityForeground Priority = 40
+)
+
+// JobTypeConfig describes one job type. The zero value is not usable: a type
+// needs a Priority that admits something.
+type JobTypeConfig struct {
+	DefaultCost    time.Duration // estimate before the first observation; 0 = 1s
+	MaxConcurrency int           // running jobs of this type; 0 = no cap
+	ConflictGroup  ConflictGroup // "" = conflicts with nothing
+	Priority       Priority      // higher first; value = tier cap unless Config.TierLimits
+	MaxWait        time.Duration // time allowed in the queue; 0 = until ctx ends
+}
+
+// AgingConfig turns on priority aging (see the package doc for the formulas
+// and the starvation bound). Interval must be positive.
+type AgingConfig struct {
+	Grace, Interval time.Duration
+	Step            Priority // added per promotion; 0 = 1
+	Max             Priority // ceiling of the effective priority; 0 = none
+	Urgent          Priority // aged priority at which a job becomes urgent; 0 = never
+}
+
+// KeyPolicy is the per-fairness-key policy. The zero value is weight 1 and no
+// caps.
+type KeyPolicy struct {
+	Weight      float64 // relative share; 0 = 1
+	MinSeats    int     // seats this key is served first up to
+	MaxInFlight int     // 0 = no cap
+	MaxQueued   int     // 0 = no per-key bound
+}
+
+// Config configures a [Scheduler]. Only Capacity is required; every other
+// zero field takes the default named on it.
+type Config struct {
+	Capacity       int                  // total seats; required, > 0
+	TierLimits     map[Priority]int     // overrides "priority value = tier cap"
+	Aging          *AgingConfig         // nil = no aging
+	Keys           map[string]KeyPolicy // per-key policies
+	DefaultKey     KeyPolicy            // for keys not in Keys
+	MaxQueue       int                  // total queued; 0 = DefaultMaxQueue
+	CostAlpha      float64              // EMA smoothing in (0, 1]; 0 = 0.3
+	MaxKeys        int                  // tracked fairness keys (LRU); 0 = DefaultMaxKeys
+	KeyTTL         time.Duration        // idle key state expiry; 0 = DefaultKeyTTL
+	MaxCostEntries int                  // tracked cost estimates (LRU); 0 = DefaultMaxCostEntries
+	CostTTL        time.Duration        // cost estimate expiry; 0 = DefaultCostTTL
+}
+
+// Defaults for the zero fields of [Config] and [JobTypeConfig].
+const (
+	DefaultMaxQueue       = 10000
+	DefaultCostAlpha      = 0.3
+	DefaultMaxKeys        = 10000
+	DefaultKeyTTL         = 10 * time.Minute
+	DefaultMaxCostEntries = 10000
+	DefaultCostTTL        = 24 * time.Hour
+	DefaultJobCost        = time.Second
+)
+
+// MaxIdentifierLen bounds fairness keys and job IDs. Longer values are
+// replaced by a SHA-256 digest ("sha256:<hex>") before the scheduler stores
+// them, so a hostile caller cannot make the scheduler hold megabyte keys;
+// distinct long values stay distinct.
+const MaxIdentifierLen = 512
+
+// validate checks c and returns a copy with every default filled in.
+func (c Config) validate() (Config, error) {
+	if c.Capacity <= 0 {
+		return c, fmt.Errorf("%w: Capacity must be > 0, got %d", ErrInvalidConfig, c.Capacity)
+	}
+	for p, n := range c.TierLimits {
+		if n <= 0 {
+			return c, fmt.Errorf("%w: TierLimits[%d] must be > 0, got %d", ErrInvalidConfig, p, n)
+		}
+	}
+	if a := c.Aging; a != nil {
+		switch {
+		case a.Interval <= 0:
+			return c, fmt.Errorf("%w: Aging.Interval must be > 0, got %v", ErrInvalidConfig, a.Interval)
+		case a.Grace < 0:
+			return c, fmt.Errorf("%w: Aging.Grace must be >= 0, got %v", ErrInvalidConfig, a.Grace)
+		case a.Step < 0:
+			return c, fmt.Errorf("%w: Aging.Step must be >= 0, got %d", ErrInvalidConfig, a.Step)
+		case a.Max < 0:
+			return c, fmt.Errorf("%w: Aging.Max must be >= 0, got %d", ErrInvalidConfig, a.Max)
+		case a.Urgent < 0:
+			return c, fmt.Errorf("%w: Aging.Urgent must be >= 0, got %d", ErrInvalidConfig, a.Urgent)
+		}
+		ac := *a
+		if ac.Step == 0 {
+			ac.Step = 1
+		}
+		c.Aging = &ac
+	}
+	if err := c.DefaultKey.validate("DefaultKey", c.Capacity); err != nil {
+		return c, err
+	}
+	minSum := 0
+	keys := make(map[string]KeyPolicy, len(c.Keys))
+	for k, p := range c.Keys {
+		if err := p.validate(fmt.Sprintf("Keys[%q]", k), c.Capacity); err != nil {
+			return c, err
+		}
+		minSum += p.MinSeats
+		keys[foldIdentifier(k)] = p
+	}
+	c.Keys = keys
+	if minSum > c.Capacity {
+		return c, fmt.Errorf("%w: Keys: MinSeats sum to %d, above Capacity %d", ErrInvalidConfig, minSum, c.Capacity)
+	}
+	var err error
+	if c.MaxQueue, err = positiveOr("MaxQueue", c.MaxQueue, DefaultMaxQueue); err != nil {
+		return c, err
+	}
+	if c.MaxKeys, err = positiveOr("MaxKeys", c.MaxKeys, DefaultMaxKeys); err != nil {
+		return c, err
+	}
+	if c.MaxCostEntries, err = positiveOr("MaxCostEntries", c.MaxCostEntries, DefaultMaxCostEntries); err != nil {
+		return c, err
+	}
+	if c.KeyTTL < 0 || c.CostTTL < 0 {
+		return c, fmt.Errorf("%w: KeyTTL and CostTTL must be >= 0, got %v and %v", ErrInvalidConfig, c.KeyTTL, c.CostTTL)
+	}
+	if c.KeyTTL == 0 {
+		c.KeyTTL = DefaultKeyTTL
+	}
+	if c.CostTTL == 0 {
+		c.CostTTL = DefaultCostTTL
+	}
+	if math.IsNaN(c.CostAlpha) || c.CostAlpha < 0 || c.CostAlpha > 1 {
+		return c, fmt.Errorf("%w: CostAlpha must be in [0, 1], got %v", ErrInvalidConfig, c.CostAlpha)
+	}
+	if c.CostAlpha == 0 {
+		c.CostAlpha = DefaultCostAlpha
+	}
+	return c, nil
+}
+
+func positiveOr(field string, v, def int) (int, error) {
+	if v < 0 {
+		return 0, fmt.Errorf("%w: %s must be >= 0, got %d", ErrInvalidConfig, field, v)
+	}
+	if v == 0 {
+		return def, nil
+	}
+	return v, nil
+}
+
+func (p KeyPolicy) validate(field string, capacity int) error {
+	switch {
+	case math.IsNaN(p.Weight) || math.IsInf(p.Weight, 0) || p.Weight < 0:
+		return fmt.Errorf("%w: %s.Weight must be a finite number >= 0, got %v", ErrInvalidConfig, field, p.Weight)
+	case p.MinSeats < 0 || p.MinSeats > capacity:
+		return fmt.Errorf("%w: %s.MinSeats must be in [0, Capacity=%d], got %d", ErrInvalidConfig, field, capacity, p.MinSeats)
+	case p.MaxInFlight < 0:
+		return fmt.Errorf("%w: %s.MaxInFlight must be >= 0, got %d", ErrInvalidConfig, field, p.MaxInFlight)
+	case p.MaxQueued < 0:
+		return fmt.Errorf("%w: %s.MaxQueued must be >= 0, got %d", ErrInvalidConfig, field, p.MaxQueued)
+	}
+	return nil
+}
+
+// weight is the policy's weight with the zero default applied.
+func (p KeyPolicy) weight() float64 {
+	if p.Weight == 0 {
+		return 1
+	}
+	return p.Weight
+}
+
+// validate checks a job type's config against the scheduler's and returns
+// it with defaults filled in.
+func (c JobTypeConfig) validate(t JobType, cfg *Config) (JobTypeConfig, error) {
+	switch {
+	case t == "":
+		return c, fmt.Errorf("%w: job type name must not be empty", ErrInvalidConfig)
+	case c.DefaultCost < 0:
+		return c, fmt.Errorf("%w: job type %q: DefaultCost must be >= 0, got %v", ErrInvalidConfig, t, c.DefaultCost)
+	case c.MaxConcurrency < 0:
+		return c, fmt.Errorf("%w: job type %q: MaxConcurrency must be >= 0, got %d", ErrInvalidConfig, t, c.MaxConcurrency)
+	case c.MaxWait < 0:
+		return c, fmt.Errorf("%w: job type %q: MaxWait must be >= 0, got %v", ErrInvalidConfig, t, c.MaxWait)
+	}
+	if tierCap(cfg, c.Priority) <= 0 {
+		return c, fmt.Errorf("%w: job type %q: Priority %d admits no job (its value is the tier cap); use a positive Priority or set Config.TierLimits[%d]",
+			ErrInvalidConfig, t, c.Priority, c.Priority)
+	}
+	if a := cfg.Aging; a != nil && a.Urgent > 0 && c.Priority >= a.Urgent {
+		return c, fmt.Errorf("%w: job type %q: Priority %d must be below Aging.Urgent %d, or every job of the type would be urgent on arrival",
+			ErrInvalidConfig, t, c.Priority, a.Urgent)
+	}
+	if c.DefaultCost == 0 {
+		c.DefaultCost = DefaultJobCost
+	}
+	return c, nil
+}
+
+// tierCap is the number of jobs of base priority p that may run at once.
+func tierCap(cfg *Config, p Priority) int {
+	if n, ok := cfg.TierLimits[p]; ok {
+		return n
+	}
+	return int(p)
+}

@@ -1,0 +1,442 @@
+package admission
+
+import "time"
+
+// dispatchLocked admits as many queued jobs as fit, in dispatch order, and
+// appends each admitted job to wake. It first re-ranks the flows whose head
+// was promoted since the last dispatch, so every comparison uses the
+// effective priority at now.
+func (s *Scheduler) dispatchLocked(now time.Time, wake []*job) []*job {
+	for s.promos.Len() > 0 && !s.promos.Top().promoAt.After(now) {
+		s.syncFlowLocked(s.promos.Top(), now)
+	}
+	for s.inUse < s.cfg.Capacity {
+		f := s.pickLocked()
+		if f == nil {
+			break
+		}
+		j := f.jobs.Top()
+		if r := s.heldResourceLocked(j); r != nil {
+			// Conflict: the job waits on the resource, holding no seat, and
+			// the next best job is considered (no head-of-line blocking).
+			s.parkLocked(j, r, now)
+			continue
+		}
+		s.admitLocked(j, now)
+		wake = append(wake, j)
+	}
+	return wake
+}
+
+// pickLocked returns the flow whose head goes next, or nil. Types at their
+// cap, and non-urgent work of tiers at their cap, are skipped whole; each
+// type's heap top is its best flow, so this is one comparison per type.
+func (s *Scheduler) pickLocked() *flow {
+	var best *flow
+	for _, t := range s.ready {
+		if t.blocked() {
+			continue
+		}
+		f := t.flows.Top()
+		// Urgent jobs may exceed their tier cap; a type's top flow is urgent
+		// whenever any of its flows is, because urgency sorts first.
+		if !f.urgent && t.tier.running >= t.tier.cap {
+			continue
+		}
+		if best == nil || lessFlow(f, best) {
+			best = f
+		}
+	}
+	return best
+}
+
+// heldResourceLocked returns the resource j conflicts on if a running job
+// holds it.
+func (s *Scheduler) heldResourceLocked(j *job) *resource {
+	if j.typ.cfg.ConflictGroup == "" {
+		return nil
+	}
+	r := s.resources[resKey{j.typ.cfg.ConflictGroup, j.jobID}]
+	if r == nil || r.holders == 0 {
+		return nil
+	}
+	return r
+}
+
+// enqueueLocked puts a new job in its flow, applying the queue bounds. It
+// returns the job's rejection, if any, and appends a pushed-out job to wake.
+func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Time, wake []*job) ([]*job, error) {
+	s.counters.Submitted++
+	if s.closing {
+		s.counters.RejectedClosed++
+		return wake, &RejectedError{Reason: ErrClosed, Type: t.name}
+	}
+	queuedByKey := 0
+	if k := s.active[key]; k != nil {
+		queuedByKey = k.queued
+	}
+	if p := s.policyFor(key); p.MaxQueued > 0 && queuedByKey >= p.MaxQueued {
+		s.counters.RejectedQueueFull++
+		return wake, s.rejectLocked(ErrQueueFull, true, t, s.active[key], now)
+	}
+	if s.queued >= s.cfg.MaxQueue {
+		// Fair push-out: the longest queue gives up its newest job to a key
+		// with fewer queued; otherwise the arrival itself is turned away.
+		long := s.longest.Top()
+		if long.queued <= queuedByKey {
+			s.counters.RejectedQueueFull++
+			return wake, s.rejectLocked(ErrQueueFull, true, t, s.active[key], now)
+		}
+		victim := long.tail
+		s.unqueueLocked(victim, now)
+		victim.err = s.rejectLocked(ErrQueueFull, true, victim.typ, long, now)
+		s.counters.RejectedQueueFull++
+		s.counters.PushedOut++
+		wake = append(wake, victim)
+	}
+
+	k := s.activateKeyLocked(key, now)
+	f := k.flowFor(t)
+	if f == nil {
+		f = s.newFlowLocked(k, t)
+	}
+	s.seq++
+	j.s, j.typ, j.key, j.flow = s, t, k, f
+	j.seq, j.enqueued, j.agingStart = s.seq, now, now
+	j.state = jobQueued
+	f.jobs.Push(j)
+	k.pushJob(j)
+	s.queuedChangedLocked(k)
+	s.queued++
+	t.queued++
+	t.tier.queued++
+	if !j.foreground {
+		s.bgQueued++
+	}
+	s.syncFlowLocked(f, now)
+	return wake, nil
+}
+
+// unqueueLocked takes a queued or parked job out of the queue for good (it
+// was cancelled, timed out, pushed out or dropped). The caller sets j.err.
+func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
+	f, k := j.flow, j.key
+	switch j.state {
+	case jobQueued:
+		f.jobs.Remove(j.idx)
+	case jobParked:
+		rk := resKey{j.typ.cfg.ConflictGroup, j.jobID}
+		r := s.resources[rk]
+		h := r.waiters[f]
+		h.Remove(j.idx)
+		if h.Len() == 0 {
+			delete(r.waiters, f)
+		}
+		r.nwait--
+		f.parked--
+		if r.holders == 0 && r.nwait == 0 {
+			delete(s.resources, rk)
+		}
+	default:
+		panic("admission: unqueue of a job that is not queued")
+	}
+	j.state = jobDone
+	j.flow = nil
+	if j.timer != nil {
+		j.timer.Stop()
+	}
+	k.unlinkJob(j)
+	s.queuedChangedLocked(k)
+	s.queued--
+	j.typ.queued--
+	j.typ.tier.queued--
+	if !j.foreground {
+		s.bgQueued--
+		s.backgroundChangedLocked()
+	}
+	s.syncFlowLocked(f, now)
+	s.maybeIdleLocked(k, now)
+}
+
+// parkLocked moves the head of its flow onto the resource that blocks it.
+func (s *Scheduler) parkLocked(j *job, r *resource, now time.Time) {
+	f := j.flow
+	f.jobs.Remove(j.idx)
+	h := r.waiters[f]
+	if h == nil {
+		if r.waiters == nil {
+			r.waiters = make(map[*flow]*indexedHeap[*job])
+		}
+		nh := newJobHeap()
+		h = &nh
+		r.waiters[f] = h
+	}
+	h.Push(j)
+	j.state = jobParked
+	f.parked++
+	r.nwait++
+	s.syncFlowLocked(f, now)
+}
+
+// admitLocked gives the head of its flow a seat.
+func (s *Scheduler) admitLocked(j *job, now time.Time) {
+	f, k, t := j.flow, j.key, j.typ
+	j.eff, j.urgent, j.promoted = f.eff, f.urgent, f.promoted
+	f.jobs.Remove(j.idx)
+	j.flow = nil
+	k.unlinkJob(j)
+	s.queuedChangedLocked(k)
+	s.queued--
+	t.queued--
+	t.tier.queued--
+
+	j.state = jobRunning
+	j.started = now
+	j.est = s.estimateLocked(t, j.jobID, now)
+	j.startTag = k.v
+	k.v += j.est / k.w
+	s.running.Push(j)
+	s.inUse++
+	t.running++
+	t.tier.running++
+	k.running++
+	if g := t.cfg.ConflictGroup; g != "" {
+		rk := resKey{g, j.jobID}
+		r := s.resources[rk]
+		if r == nil {
+			r = &resource{}
+			s.resources[rk] = r
+		}
+		r.holders++
+	}
+	if !j.foreground {
+		s.wg.Add(1) // before Close can Wait: Close waits until bgRunning is 0
+		s.bgQueued--
+		s.bgRunning++
+		if j.timer != nil {
+			j.timer.Stop()
+		}
+	}
+	s.counters.Admitted++
+	s.counters.AgingPromotions += uint64(j.promoted)
+	if j.urgent {
+		s.counters.UrgentAdmissions++
+	}
+	if p := k.policy.MaxInFlight; p > 0 && k.running >= p {
+		k.capped = true
+	}
+	s.syncFlowLocked(f, now)
+	s.keyChangedLocked(k, now)
+}
+
+// finishLocked ends a running job. observed is the seat time to charge; learn
+// says whether to feed it to the cost EMA (false when a seat granted to a
+// waiter that gave up is handed back: the key is refunded in full).
+func (s *Scheduler) finishLocked(j *job, now time.Time, observed time.Duration, learn bool) {
+	k, t := j.key, j.typ
+	j.state = jobDone
+	s.running.Remove(j.idx)
+	if s.running.Len() > 0 && s.running.Top().startTag > s.vsys {
+		s.vsys = s.running.Top().startTag
+	}
+	s.inUse--
+	t.running--
+	t.tier.running--
+	k.running--
+	obs := observed.Seconds()
+	k.v += (obs - j.est) / k.w
+	if learn {
+		s.learnLocked(t, j.jobID, obs, now)
+		s.counters.Completed++
+	}
+	if g := t.cfg.ConflictGroup; g != "" {
+		s.releaseResourceLocked(resKey{g, j.jobID}, now)
+	}
+	if !j.foreground {
+		s.bgRunning--
+		s.backgroundChangedLocked()
+	}
+	if k.capped && k.running < k.policy.MaxInFlight {
+		k.capped = false
+	}
+	s.keyChangedLocked(k, now)
+	s.maybeIdleLocked(k, now)
+}
+
+// releaseResourceLocked drops a holder of rk. When the resource is free, the
+// oldest parked job of each waiting flow returns to its flow: those are the
+// only candidates among its waiters, since a flow's older job always goes
+// first. The others stay parked.
+func (s *Scheduler) releaseResourceLocked(rk resKey, now time.Time) {
+	r := s.resources[rk]
+	r.holders--
+	if r.holders > 0 {
+		return
+	}
+	for f, h := range r.waiters {
+		j := h.Pop()
+		r.nwait--
+		f.parked--
+		if h.Len() == 0 {
+			delete(r.waiters, f)
+		}
+		j.state = jobQueued
+		f.jobs.Push(j)
+		s.syncFlowLocked(f, now)
+	}
+	if r.nwait == 0 {
+		delete(s.resources, rk)
+	}
+}
+
+// keyChangedLocked re-sorts k's flows after its virtual time, MinSeats status
+// or cap changed.
+func (s *Scheduler) keyChangedLocked(k *keyState, now time.Time) {
+	for _, f := range k.flows {
+		s.syncFlowLocked(f, now)
+	}
+}
+
+// syncFlowLocked puts f where its state says it belongs: in its type's heap
+// (ranked at now) iff it has a ready job and its key is not capped, in the
+// promotion heap iff its head's rank will change, and recycled when it holds
+// no job at all. Every change to a flow or its key ends here.
+func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
+	t := f.typ
+	if f.jobs.Len() == 0 || f.key.capped {
+		if f.typIdx >= 0 {
+			t.flows.Remove(f.typIdx)
+			if t.flows.Len() == 0 {
+				s.unreadyLocked(t)
+			}
+		}
+		if f.promoIdx >= 0 {
+			s.promos.Remove(f.promoIdx)
+		}
+		if f.jobs.Len() == 0 && f.parked == 0 {
+			s.freeFlowLocked(f)
+		}
+		return
+	}
+	r := rankAt(s.cfg.Aging, t.cfg.Priority, f.jobs.Top().agingStart, now)
+	f.eff, f.urgent, f.promoted, f.promoAt = r.eff, r.urgent, r.promoted, r.next
+	if f.typIdx >= 0 {
+		t.flows.Fix(f.typIdx)
+	} else {
+		t.flows.Push(f)
+		if t.readyIdx < 0 {
+			t.readyIdx = len(s.ready)
+			s.ready = append(s.ready, t)
+		}
+	}
+	switch {
+	case f.promoAt.IsZero() && f.promoIdx >= 0:
+		s.promos.Remove(f.promoIdx)
+	case f.promoAt.IsZero():
+	case f.promoIdx >= 0:
+		s.promos.Fix(f.promoIdx)
+	default:
+		s.promos.Push(f)
+	}
+}
+
+func (s *Scheduler) unreadyLocked(t *typeState) {
+	i, last := t.readyIdx, len(s.ready)-1
+	s.ready[i] = s.ready[last]
+	s.ready[i].readyIdx = i
+	s.ready[last] = nil
+	s.ready = s.ready[:last]
+	t.readyIdx = -1
+}
+
+func (s *Scheduler) newFlowLocked(k *keyState, t *typeState) *flow {
+	var f *flow
+	if n := len(s.freeFlows); n > 0 {
+		f = s.freeFlows[n-1]
+		s.freeFlows[n-1] = nil
+		s.freeFlows = s.freeFlows[:n-1]
+	} else {
+		f = &flow{jobs: newJobHeap()}
+	}
+	f.key, f.typ, f.typIdx, f.promoIdx = k, t, -1, -1
+	k.flows = append(k.flows, f)
+	return f
+}
+
+// maxFreeFlows bounds the recycled flows kept for reuse.
+const maxFreeFlows = 1024
+
+func (s *Scheduler) freeFlowLocked(f *flow) {
+	k := f.key
+	for i, g := range k.flows {
+		if g == f {
+			last := len(k.flows) - 1
+			k.flows[i] = k.flows[last]
+			k.flows[last] = nil
+			k.flows = k.flows[:last]
+			break
+		}
+	}
+	f.key, f.typ = nil, nil
+	if len(s.freeFlows) < maxFreeFlows {
+		s.freeFlows = append(s.freeFlows, f)
+	}
+}
+
+// queuedChangedLocked keeps k's place in the longest-queue heap.
+func (s *Scheduler) queuedChangedLocked(k *keyState) {
+	switch {
+	case k.queued == 0 && k.longIdx >= 0:
+		s.longest.Remove(k.longIdx)
+	case k.queued == 0:
+	case k.longIdx >= 0:
+		s.longest.Fix(k.longIdx)
+	default:
+		s.longest.Push(k)
+	}
+}
+
+// backgroundChangedLocked signals Close when the last background job is gone.
+func (s *Scheduler) backgroundChangedLocked() {
+	if s.closing && s.bgQueued == 0 && s.bgRunning == 0 && s.bgIdle != nil {
+		close(s.bgIdle)
+		s.bgIdle = nil
+	}
+}
+
+// rejectLocked builds a rejection with a retry hint: when the first running
+// job is expected to end, plus the caller's own queued work drained at the
+// mean running cost over all seats.
+func (s *Scheduler) rejectLocked(reason error, perKey bool, t *typeState, k *keyState, now time.Time) *RejectedError {
+	e := &RejectedError{Reason: reason, PerKey: perKey, Type: t.name}
+	if reason == ErrClosed {
+		return e
+	}
+	first, sum := -1.0, 0.0
+	for _, r := range s.running.s {
+		rem := r.est - now.Sub(r.started).Seconds()
+		if rem < 0 {
+			rem = 0
+		}
+		if first < 0 || rem < first {
+			first = rem
+		}
+		sum += r.est
+	}
+	if first < 0 || s.inUse < s.cfg.Capacity {
+		first = 0
+	}
+	mean := t.cfg.DefaultCost.Seconds()
+	if n := s.running.Len(); n > 0 {
+		mean = sum / float64(n)
+	}
+	backlog := 0.0
+	if k != nil {
+		backlog = float64(k.queued) * mean / float64(s.cfg.Capacity)
+	}
+	e.RetryAfter = time.Duration((first + backlog) * float64(time.Second))
+	if e.RetryAfter < time.Millisecond {
+		e.RetryAfter = time.Millisecond
+	}
+	return e
+}

@@ -1,0 +1,151 @@
+// Package admission is fairseat's request-admission scheduler: it decides
+// which waiting request or background job gets the next free seat.
+//
+// Every unit of work — a foreground request admitted with [Scheduler.Acquire]
+// or [Scheduler.RunSync], or a background job queued with [Scheduler.Submit] —
+// goes through one queue and one dispatch. A job has a [JobType] (registered
+// once with a [JobTypeConfig]), a job ID naming the resource it works on, and a
+// fairness key naming the caller ("" for background work).
+//
+// # Seats, tiers, types, conflicts
+//
+// Config.Capacity seats exist in total; a running job holds one. Each job type
+// has a base [Priority]; as in the Go seed, the value is also the concurrency
+// cap of its tier (at most int(p) jobs of base priority p run at once), unless
+// Config.TierLimits overrides it. A type's MaxConcurrency caps its own running
+// jobs. Two jobs conflict when their types share a non-empty [ConflictGroup]
+// and they have the same job ID; conflicting jobs never run at the same time.
+//
+// # Virtual time: weighted fairness with memory
+//
+// Each fairness key k has a weight w_k (KeyPolicy.Weight, default 1) and a
+// virtual time V_k, the weighted seconds of seat time it has consumed.
+//
+//	admission:   S_j = V_k;  V_k += est_j / w_k
+//	completion:  V_k += (observed_j - est_j) / w_k;  feed observed_j to the EMA
+//	V_sys      = max(V_sys, min{S_j : j running})   (never decreases)
+//	activation:  V_k = max(V_k, V_sys)              (key goes idle -> active)
+//
+// est_j is the learned cost of (type, job ID): an exponential moving average
+// est = α·observed + (1-α)·est seeded with the type's DefaultCost,
+// α = Config.CostAlpha (0.3). A key that was idle gets no credit for the time
+// it was away (activation lifts it to V_sys); a key that comes back with debt
+// keeps it; a key that arrives while another is backlogged starts at V_sys,
+// below the backlogged key, and is served first until it has caught up. That
+// is how one client's 1000 clones cannot starve a client with two, and how a
+// clone of linux.git (est 60 s) counts for twelve clones of a 5 s repository.
+//
+// Key state and cost estimates live in bounded LRU maps (golang-lru/v2's
+// simplelru, used under the scheduler's one mutex; expiry is checked lazily
+// against the clock, so no goroutine maintains them). Only idle key state is
+// ever forgotten: a key with queued or running work is also held in the
+// active-key map. A forgotten key that returns starts at V_sys, exactly as a
+// new one does, so eviction never grants credit.
+//
+// # Dispatch
+//
+// Whenever a seat may have opened or work arrived, dispatch admits as many
+// jobs as fit. A queued job is admissible when (1) a seat is free, (2) its
+// type is below MaxConcurrency, (3) no running job conflicts with it, (4) its
+// key is below MaxInFlight, (5) its type is not paused and (6) its tier is
+// below its cap, unless the job is urgent. Among admissible jobs the order is
+// urgent first (oldest first), then effective priority (highest first), then
+// keys below their MinSeats, then V_k (lowest first), then arrival (oldest
+// first); the sequence number assigned at enqueue breaks every remaining tie,
+// so the order is total and reproducible.
+//
+// # Data structures
+//
+// The structures below are unexported, take no locks, and are used only under
+// Scheduler.mu (see the field comments for their invariants; a test-only
+// checkInvariantsLocked verifies them after every step of the table and fuzz
+// tests).
+//
+//   - flow: the queued jobs of one (fairness key, job type), in a heap ordered
+//     by (aging start, seq). All jobs of a flow share V_k, MinSeats status and
+//     an aging function that only grows with age, so the flow's head is its
+//     best job: the scheduler never needs to look past it.
+//   - typeState.flows: a heap of the type's flows that have a job ready,
+//     ordered by the dispatch order of their heads. A flow's position changes
+//     only when its head changes, its key's V_k or MinSeats status changes, or
+//     its head is promoted by aging — each of those calls heap.Fix.
+//   - Scheduler.promos: flows whose head will be promoted in the future,
+//     ordered by the promotion instant. Dispatch first re-ranks the flows whose
+//     instant has passed, so effective priority is exact at every dispatch
+//     without a timer per job or a periodic pass.
+//   - Blocked work waits where its blocker is. A job whose resource is held is
+//     parked on that resource (resource.waiters, one heap per flow) and holds
+//     no seat; when the resource is released, each waiting flow's oldest job
+//     returns to its flow. A key at MaxInFlight takes all its flows out of the
+//     type heaps until one of its jobs finishes. A type at MaxConcurrency, a
+//     paused type and a tier at its cap are skipped whole, in O(1).
+//
+// One dispatch step therefore looks at the top flow of each job type with
+// ready work (a small number fixed by configuration, not by load), and every
+// change it makes is a heap operation: its cost grows with the logarithm of
+// queued jobs and active keys. Releasing a contended resource costs one heap
+// operation per flow waiting on it (not per job).
+//
+// # Aging and urgency
+//
+// With Config.Aging set, a job that has waited w has
+//
+//	promotions = 0                          if w < Grace
+//	           = floor((w - Grace)/Interval) otherwise
+//	aged       = base + Step·promotions
+//	effective  = min(aged, Max)             (no ceiling when Max == 0)
+//	urgent     = Urgent > 0 && aged >= Urgent
+//
+// The stored priority never changes; the tier a job counts against is its base
+// priority's. Urgent jobs go before every other job, oldest first, and may
+// exceed their tier cap and their key's fair share; capacity, type caps, key
+// caps and conflicts still hold them back. Every Priority at or above Urgent
+// would make a job urgent on arrival, so RegisterType rejects a type whose
+// Priority is not below Aging.Urgent.
+//
+// Starvation bound: let n = ceil((Urgent - base)/Step). A queued job of base
+// priority base is urgent after at most Grace + n·Interval in the queue
+// ([Scheduler.StarvationBound]). From then on it precedes every non-urgent
+// job, and among urgent jobs the older go first, so it is admitted at the
+// first seat that opens for which no conflict, type cap, key cap or pause
+// holds it back, once the urgent jobs older than it have been admitted.
+//
+// # Queue limits, timeouts, cancellation
+//
+// Config.MaxQueue bounds all queued jobs and KeyPolicy.MaxQueued each key's.
+// When the whole queue is full, an arrival from a key with fewer queued jobs
+// than the longest key pushes out that key's newest queued job (which fails
+// with [ErrQueueFull]); otherwise the arrival fails with ErrQueueFull. A
+// flooding client can never lock a light client out of the queue.
+//
+// JobTypeConfig.MaxWait bounds the time in the queue ([ErrWaitTimeout]), and a
+// caller's context always applies. A waiter whose context ends leaves the queue
+// at once. If its seat was granted in the instant it gave up, the seat is
+// given back — its key is not charged and nothing is learned from it — and
+// dispatch runs again.
+//
+// # Early finish and correction
+//
+// The estimate charged at admission is corrected at completion, so a job that
+// finishes early refunds its key and a job that overruns pays the rest. A job
+// that panics still releases its seat: the panic propagates to RunSync and
+// Acquire callers and is reported (logged, counted as failed) for Submit.
+//
+// # Closing
+//
+// Close stops admission: new calls fail with [ErrClosed], queued foreground
+// requests fail with ErrClosed at once, and queued background jobs keep being
+// dispatched until none is left or Close's context ends. Then the contexts of
+// jobs still running under the scheduler (RunSync and Submit) are cancelled,
+// background jobs that never ran are reported, and Close waits for every
+// goroutine the scheduler started. Close waits for background work to finish
+// before it cancels it — cancelling work just admitted from the queue it was
+// asked to drain would waste it — which is how this package reads DESIGN §6.
+//
+// # Concurrency and time
+//
+// The scheduler starts no goroutine except one per running background job.
+// Waiters park on their own channel, never on a mutex held across a wait.
+// Decision functions take the current time as an argument and public methods
+// read the clock once, so tests run under testing/synctest with fake time.
+package admission

@@ -1,0 +1,209 @@
+package admission
+
+import (
+	"fmt"
+	"testing"
+)
+
+// checkInvariants locks s and verifies every structural invariant written on
+// the fields of Scheduler, flow, keyState, typeState and resource.
+func checkInvariants(t testing.TB, s *Scheduler) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkInvariantsLocked(); err != nil {
+		t.Fatalf("invariant broken: %v\n%s", err, s.dumpLocked())
+	}
+}
+
+func (s *Scheduler) checkInvariantsLocked() error {
+	if i := s.running.verify(); i >= 0 {
+		return fmt.Errorf("running heap broken at %d", i)
+	}
+	if i := s.promos.verify(); i >= 0 {
+		return fmt.Errorf("promotion heap broken at %d", i)
+	}
+	if i := s.longest.verify(); i >= 0 {
+		return fmt.Errorf("longest-key heap broken at %d", i)
+	}
+	if s.inUse != s.running.Len() || s.inUse > s.cfg.Capacity {
+		return fmt.Errorf("inUse %d, running %d, capacity %d", s.inUse, s.running.Len(), s.cfg.Capacity)
+	}
+	typeRun := map[*typeState]int{}
+	typeQ := map[*typeState]int{}
+	tierRun := map[*tierState]int{}
+	tierUrgent := map[*tierState]int{}
+	keyRun := map[*keyState]int{}
+	resRun := map[resKey]int{}
+	bgRun := 0
+	for _, j := range s.running.s {
+		if j.state != jobRunning {
+			return fmt.Errorf("job %d in running heap has state %d", j.seq, j.state)
+		}
+		typeRun[j.typ]++
+		tierRun[j.typ.tier]++
+		if j.urgent {
+			tierUrgent[j.typ.tier]++
+		}
+		keyRun[j.key]++
+		if g := j.typ.cfg.ConflictGroup; g != "" {
+			rk := resKey{g, j.jobID}
+			resRun[rk]++
+			if resRun[rk] > 1 {
+				return fmt.Errorf("two running jobs conflict on %v", rk)
+			}
+		}
+		if !j.foreground {
+			bgRun++
+		}
+	}
+	if bgRun != s.bgRunning {
+		return fmt.Errorf("bgRunning %d, counted %d", s.bgRunning, bgRun)
+	}
+	for i, t := range s.ready {
+		if t.readyIdx != i || t.flows.Len() == 0 {
+			return fmt.Errorf("ready[%d] = %q has readyIdx %d and %d flows", i, t.name, t.readyIdx, t.flows.Len())
+		}
+	}
+	for _, t := range s.types {
+		if (t.readyIdx >= 0) != (t.flows.Len() > 0) {
+			return fmt.Errorf("type %q: readyIdx %d with %d flows", t.name, t.readyIdx, t.flows.Len())
+		}
+		if i := t.flows.verify(); i >= 0 {
+			return fmt.Errorf("type %q: flow heap broken at %d", t.name, i)
+		}
+		for _, f := range t.flows.s {
+			if f.typ != t || f.jobs.Len() == 0 || f.key.capped || f.key.flowFor(t) != f {
+				return fmt.Errorf("type %q holds a flow it should not (key %q, %d jobs, capped %v)", t.name, f.key.name, f.jobs.Len(), f.key.capped)
+			}
+			if (f.promoIdx >= 0) != !f.promoAt.IsZero() {
+				return fmt.Errorf("flow (%q, %q): promoIdx %d, promoAt %v", f.key.name, t.name, f.promoIdx, f.promoAt)
+			}
+		}
+		if typeRun[t] != t.running {
+			return fmt.Errorf("type %q: running %d, counted %d", t.name, t.running, typeRun[t])
+		}
+		if c := t.cfg.MaxConcurrency; c > 0 && t.running > c {
+			return fmt.Errorf("type %q: %d running above MaxConcurrency %d", t.name, t.running, c)
+		}
+	}
+	for _, f := range s.promos.s {
+		if f.typIdx < 0 {
+			return fmt.Errorf("flow (%q, %q) in promotion heap but not in its type heap", f.key.name, f.typ.name)
+		}
+	}
+	for _, tr := range s.tiers {
+		if tierRun[tr] != tr.running {
+			return fmt.Errorf("tier %d: running %d, counted %d", tr.prio, tr.running, tierRun[tr])
+		}
+		// Only urgent jobs may exceed the tier cap, and only by themselves.
+		if tr.running-tierUrgent[tr] > tr.cap {
+			return fmt.Errorf("tier %d: %d running (%d urgent) above cap %d", tr.prio, tr.running, tierUrgent[tr], tr.cap)
+		}
+	}
+	queued, bgQueued := 0, 0
+	tierQ := map[*tierState]int{}
+	for name, k := range s.active {
+		if k.name != name || !k.active || k.queued+k.running == 0 {
+			return fmt.Errorf("active key %q: active %v, queued %d, running %d", name, k.active, k.queued, k.running)
+		}
+		if keyRun[k] != k.running {
+			return fmt.Errorf("key %q: running %d, counted %d", name, k.running, keyRun[k])
+		}
+		if m := k.policy.MaxInFlight; m > 0 && k.running > m {
+			return fmt.Errorf("key %q: %d running above MaxInFlight %d", name, k.running, m)
+		}
+		if want := k.policy.MaxInFlight > 0 && k.running >= k.policy.MaxInFlight; k.capped != want {
+			return fmt.Errorf("key %q: capped %v, want %v", name, k.capped, want)
+		}
+		if (k.longIdx >= 0) != (k.queued > 0) {
+			return fmt.Errorf("key %q: longIdx %d with %d queued", name, k.longIdx, k.queued)
+		}
+		n := 0
+		perFlow := map[*flow]int{}
+		for j := k.head; j != nil; j = j.next {
+			n++
+			if j.key != k || (j.state != jobQueued && j.state != jobParked) {
+				return fmt.Errorf("key %q lists job %d with key %q state %d", name, j.seq, j.key.name, j.state)
+			}
+			perFlow[j.flow]++
+			typeQ[j.typ]++
+			tierQ[j.typ.tier]++
+			if !j.foreground {
+				bgQueued++
+			}
+		}
+		if n != k.queued {
+			return fmt.Errorf("key %q: queued %d, listed %d", name, k.queued, n)
+		}
+		queued += n
+		for _, f := range k.flows {
+			if f.key != k || f.jobs.Len()+f.parked == 0 || perFlow[f] != f.jobs.Len()+f.parked {
+				return fmt.Errorf("key %q flow %q: %d ready + %d parked, %d listed", name, f.typ.name, f.jobs.Len(), f.parked, perFlow[f])
+			}
+			if i := f.jobs.verify(); i >= 0 {
+				return fmt.Errorf("key %q flow %q: job heap broken at %d", name, f.typ.name, i)
+			}
+			for _, j := range f.jobs.s {
+				if j.state != jobQueued || j.flow != f {
+					return fmt.Errorf("flow (%q, %q) holds job %d in state %d", name, f.typ.name, j.seq, j.state)
+				}
+			}
+			if want := f.jobs.Len() > 0 && !k.capped; (f.typIdx >= 0) != want {
+				return fmt.Errorf("flow (%q, %q): typIdx %d, want in heap %v", name, f.typ.name, f.typIdx, want)
+			}
+		}
+	}
+	if queued != s.queued || queued > s.cfg.MaxQueue || bgQueued != s.bgQueued {
+		return fmt.Errorf("queued %d (bg %d), counted %d (bg %d), MaxQueue %d", s.queued, s.bgQueued, queued, bgQueued, s.cfg.MaxQueue)
+	}
+	for _, t := range s.types {
+		if typeQ[t] != t.queued {
+			return fmt.Errorf("type %q: queued %d, counted %d", t.name, t.queued, typeQ[t])
+		}
+	}
+	for _, tr := range s.tiers {
+		if tierQ[tr] != tr.queued {
+			return fmt.Errorf("tier %d: queued %d, counted %d", tr.prio, tr.queued, tierQ[tr])
+		}
+	}
+	for rk, r := range s.resources {
+		if r.holders != resRun[rk] || r.holders+r.nwait == 0 {
+			return fmt.Errorf("resource %v: holders %d (counted %d), waiting %d", rk, r.holders, resRun[rk], r.nwait)
+		}
+		n := 0
+		for f, h := range r.waiters {
+			if h.Len() == 0 || h.verify() >= 0 {
+				return fmt.Errorf("resource %v: bad waiter heap for flow (%q, %q)", rk, f.key.name, f.typ.name)
+			}
+			for _, j := range h.s {
+				if j.state != jobParked || j.flow != f || j.jobID != rk.id {
+					return fmt.Errorf("resource %v: waiter %d in state %d", rk, j.seq, j.state)
+				}
+			}
+			n += h.Len()
+		}
+		if n != r.nwait {
+			return fmt.Errorf("resource %v: nwait %d, counted %d", rk, r.nwait, n)
+		}
+		if r.holders == 0 && r.nwait > 0 {
+			return fmt.Errorf("resource %v is free but %d jobs wait on it", rk, r.nwait)
+		}
+	}
+	return nil
+}
+
+// dumpLocked renders the scheduler state for failure messages.
+func (s *Scheduler) dumpLocked() string {
+	out := fmt.Sprintf("inUse=%d/%d queued=%d vsys=%.3f\n", s.inUse, s.cfg.Capacity, s.queued, s.vsys)
+	for _, j := range s.running.s {
+		out += fmt.Sprintf("  running %s/%s key=%q tag=%.3f est=%.3f\n", j.typ.name, j.jobID, j.key.name, j.startTag, j.est)
+	}
+	for _, k := range s.activeKeysLocked() {
+		out += fmt.Sprintf("  key %q v=%.3f running=%d queued=%d capped=%v\n", k.name, k.v, k.running, k.queued, k.capped)
+		for j := k.head; j != nil; j = j.next {
+			out += fmt.Sprintf("    job %d %s/%s state=%d\n", j.seq, j.typ.name, j.jobID, j.state)
+		}
+	}
+	return out
+}

@@ -1,0 +1,218 @@
+package admission
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// Request is what a transport asks admission for.
+type Request struct {
+	Type        JobType
+	JobID       string
+	FairnessKey string
+}
+
+// A Scheduler admits requests and background jobs to a fixed number of seats
+// (see the package doc). Create it with [New]; the zero value is not usable.
+// It is safe for concurrent use.
+type Scheduler struct {
+	// Fields above mu never change after New.
+	cfg        Config
+	log        *slog.Logger
+	opts       options
+	baseCtx    context.Context    // parent of background jobs' contexts
+	cancelBase context.CancelFunc // cancels them at Close
+	wg         sync.WaitGroup     // background job goroutines
+
+	mu sync.Mutex // guards every field below
+
+	types map[JobType]*typeState
+	tiers map[Priority]*tierState
+	// ready lists the types with at least one flow in their heap; dispatch
+	// looks at the top of each.
+	ready []*typeState
+
+	active    map[string]*keyState               // keys with queued or running jobs
+	keys      *simplelru.LRU[string, *keyState]  // all key state, bounded (idle keys may be evicted)
+	costs     *simplelru.LRU[costKey, costEntry] // learned estimates, bounded
+	resources map[resKey]*resource               // held or waited-on resources
+	running   indexedHeap[*job]                  // running jobs by start tag (V_sys)
+	promos    indexedHeap[*flow]                 // flows by next promotion instant
+	longest   indexedHeap[*keyState]             // keys with queued jobs, longest first
+	freeFlows []*flow                            // recycled flows, no jobs
+
+	inUse  int     // seats held == running.Len()
+	queued int     // queued and parked jobs, <= cfg.MaxQueue
+	vsys   float64 // V_sys, never decreases
+	seq    uint64  // last assigned sequence number
+
+	bgQueued, bgRunning int           // background jobs queued and running
+	closing             bool          // Close was called
+	stopped             bool          // Close gave up waiting: running work was cancelled
+	bgIdle              chan struct{} // closed when closing and no background job is left
+	closeDone           chan struct{} // closed when the first Close returns
+
+	counters Counters
+}
+
+// New returns a scheduler for cfg, or an error wrapping [ErrInvalidConfig]
+// that names the bad field.
+func New(cfg Config, opts ...Option) (*Scheduler, error) {
+	c, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	o := buildOptions(opts)
+	s := &Scheduler{
+		cfg:       c,
+		log:       o.logger,
+		opts:      o,
+		types:     make(map[JobType]*typeState),
+		tiers:     make(map[Priority]*tierState),
+		active:    make(map[string]*keyState),
+		resources: make(map[resKey]*resource),
+		running:   indexedHeap[*job]{less: lowerStartTag, index: jobIndex},
+		promos:    indexedHeap[*flow]{less: earlierPromo, index: flowPromoIndex},
+		longest:   indexedHeap[*keyState]{less: longerQueue, index: keyLongIndex},
+	}
+	if s.keys, err = simplelru.NewLRU[string, *keyState](c.MaxKeys, nil); err != nil {
+		return nil, fmt.Errorf("%w: MaxKeys: %v", ErrInvalidConfig, err)
+	}
+	if s.costs, err = simplelru.NewLRU[costKey, costEntry](c.MaxCostEntries, nil); err != nil {
+		return nil, fmt.Errorf("%w: MaxCostEntries: %v", ErrInvalidConfig, err)
+	}
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	return s, nil
+}
+
+func lowerStartTag(a, b *job) bool {
+	if a.startTag != b.startTag {
+		return a.startTag < b.startTag
+	}
+	return a.seq < b.seq
+}
+
+// RegisterType registers job type t. Registering the same type again with an
+// identical config is a no-op; with a different config it is an error, as is
+// a config that could never admit a job. It wraps [ErrInvalidConfig].
+func (s *Scheduler) RegisterType(t JobType, c JobTypeConfig) error {
+	c, err := c.validate(t, &s.cfg)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.types[t]; ok {
+		if old.cfg != c {
+			return fmt.Errorf("%w: job type %q is already registered with a different config (%+v, now %+v)", ErrInvalidConfig, t, old.cfg, c)
+		}
+		return nil
+	}
+	tier := s.tiers[c.Priority]
+	if tier == nil {
+		tier = &tierState{prio: c.Priority, cap: tierCap(&s.cfg, c.Priority)}
+		s.tiers[c.Priority] = tier
+	}
+	s.types[t] = &typeState{
+		name:     t,
+		cfg:      c,
+		tier:     tier,
+		flows:    indexedHeap[*flow]{less: lessFlow, index: flowTypIndex},
+		readyIdx: -1,
+	}
+	return nil
+}
+
+func (s *Scheduler) typeLocked(t JobType) (*typeState, error) {
+	ts, ok := s.types[t]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownJobType, t)
+	}
+	return ts, nil
+}
+
+// foldIdentifier bounds fairness keys and job IDs (see MaxIdentifierLen).
+func foldIdentifier(s string) string {
+	if len(s) <= MaxIdentifierLen {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// policyFor is the KeyPolicy of a fairness key.
+func (s *Scheduler) policyFor(name string) KeyPolicy {
+	if p, ok := s.cfg.Keys[name]; ok {
+		return p
+	}
+	return s.cfg.DefaultKey
+}
+
+// activateKeyLocked returns the state of key name, making it active: an idle
+// or new key starts at max(V_k, V_sys), so idleness earns no credit.
+func (s *Scheduler) activateKeyLocked(name string, now time.Time) *keyState {
+	if k, ok := s.active[name]; ok {
+		return k
+	}
+	k, ok := s.keys.Get(name)
+	if ok && now.Sub(k.idleSince) > s.cfg.KeyTTL {
+		k.v = s.vsys // expired: its history is forgotten, as if evicted
+	}
+	if !ok {
+		s.expireKeysLocked(now)
+		p := s.policyFor(name)
+		k = &keyState{name: name, policy: p, w: p.weight(), v: s.vsys, longIdx: -1}
+		s.keys.Add(name, k)
+	}
+	if k.v < s.vsys {
+		k.v = s.vsys
+	}
+	k.active = true
+	s.active[name] = k
+	return k
+}
+
+// expireKeysLocked forgets up to two idle keys past KeyTTL from the cold end
+// of the LRU, so idle state also expires by time without a sweeper.
+func (s *Scheduler) expireKeysLocked(now time.Time) {
+	for range 2 {
+		_, k, ok := s.keys.GetOldest()
+		if !ok || k.active || now.Sub(k.idleSince) <= s.cfg.KeyTTL {
+			return
+		}
+		s.keys.RemoveOldest()
+	}
+}
+
+// maybeIdleLocked makes k idle when it has nothing queued or running.
+func (s *Scheduler) maybeIdleLocked(k *keyState, now time.Time) {
+	if !k.active || k.queued > 0 || k.running > 0 {
+		return
+	}
+	k.active = false
+	k.idleSince = now
+	delete(s.active, k.name)
+	s.keys.Add(k.name, k) // back to the warm end (re-added if evicted while active)
+}
+
+// estimateLocked is the learned cost of (t, id) in seconds.
+func (s *Scheduler) estimateLocked(t *typeState, id string, now time.Time) float64 {
+	if e, ok := s.costs.Get(costKey{t.name, id}); ok && now.Sub(e.at) <= s.cfg.CostTTL {
+		return e.est
+	}
+	return t.cfg.DefaultCost.Seconds()
+}
+
+// learnLocked feeds an observed cost into the EMA of (t, id).
+func (s *Scheduler) learnLocked(t *typeState, id string, observed float64, now time.Time) {
+	prev := s.estimateLocked(t, id, now)
+	a := s.cfg.CostAlpha
+	s.costs.Add(costKey{t.name, id}, costEntry{est: a*observed + (1-a)*prev, at: now})
+}

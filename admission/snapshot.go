@@ -1,0 +1,193 @@
+package admission
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Counters are cumulative totals since New. Every request or job ends in
+// exactly one of Completed, RejectedQueueFull, RejectedWaitTimeout,
+// RejectedClosed, Cancelled or Dropped (or is still queued or running).
+type Counters struct {
+	Submitted           uint64 // requests and jobs that arrived, accepted or not
+	Admitted            uint64 // given a seat
+	Completed           uint64 // released after running (including failures)
+	Failed              uint64 // background jobs that returned an error or panicked
+	RejectedQueueFull   uint64 // turned away or pushed out by the queue bounds
+	PushedOut           uint64 // the part of RejectedQueueFull pushed out by a lighter key
+	RejectedWaitTimeout uint64 // waited MaxWait
+	RejectedClosed      uint64 // arrived or were queued when Close was called
+	Cancelled           uint64 // caller's context ended while queued (or just as admitted)
+	Dropped             uint64 // background jobs never run because Close's context ended
+	AgingPromotions     uint64 // aging promotions carried by admitted jobs
+	UrgentAdmissions    uint64 // jobs admitted while urgent
+}
+
+// Snapshot is a point-in-time copy of the scheduler's state, for debugging
+// and metrics. Its slices are sorted as documented and bounded.
+type Snapshot struct {
+	Time          time.Time
+	Capacity      int
+	InUse         int
+	Queued        int
+	SystemVirtual float64          // V_sys, seconds
+	Types         []TypeSnapshot   // by name
+	Tiers         []TierSnapshot   // by priority, highest first
+	Keys          []KeySnapshot    // active keys, most queued first, at most SnapshotMaxKeys
+	Queue         []QueuedSnapshot // queued jobs in dispatch order at Time, at most SnapshotMaxQueue
+	Counters      Counters
+}
+
+// Bounds on the per-key and per-job parts of a Snapshot.
+const (
+	SnapshotMaxKeys  = 32
+	SnapshotMaxQueue = 100
+)
+
+// TypeSnapshot describes one job type.
+type TypeSnapshot struct {
+	Type            JobType
+	Config          JobTypeConfig
+	Running, Queued int
+}
+
+// TierSnapshot describes one base priority.
+type TierSnapshot struct {
+	Priority               Priority
+	Limit, Running, Queued int
+}
+
+// KeySnapshot describes one active fairness key.
+type KeySnapshot struct {
+	Key             string
+	Weight          float64
+	VirtualTime     float64 // V_k, seconds
+	Running, Queued int
+	MinSeats        int
+}
+
+// QueuedSnapshot describes one queued job.
+type QueuedSnapshot struct {
+	Type              JobType
+	JobID             string
+	Key               string
+	BasePriority      Priority
+	EffectivePriority Priority
+	Urgent            bool
+	Wait              time.Duration
+	// BlockedBy says why the job cannot start now even if it were first:
+	// "conflict" (its resource is held), "key cap", "type cap", "tier cap",
+	// or "" when nothing but its place in the order holds it back.
+	BlockedBy string
+}
+
+// Snapshot returns the current state. It costs O(queued · log SnapshotMaxQueue)
+// under the scheduler's lock; use it for debugging, not per request.
+func (s *Scheduler) Snapshot() Snapshot {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := Snapshot{
+		Time:          now,
+		Capacity:      s.cfg.Capacity,
+		InUse:         s.inUse,
+		Queued:        s.queued,
+		SystemVirtual: s.vsys,
+		Counters:      s.counters,
+	}
+	for _, t := range s.types {
+		snap.Types = append(snap.Types, TypeSnapshot{Type: t.name, Config: t.cfg, Running: t.running, Queued: t.queued})
+	}
+	slices.SortFunc(snap.Types, func(a, b TypeSnapshot) int { return cmp.Compare(a.Type, b.Type) })
+	for _, t := range s.tiers {
+		snap.Tiers = append(snap.Tiers, TierSnapshot{Priority: t.prio, Limit: t.cap, Running: t.running, Queued: t.queued})
+	}
+	slices.SortFunc(snap.Tiers, func(a, b TierSnapshot) int { return cmp.Compare(b.Priority, a.Priority) })
+
+	keys := s.activeKeysLocked()
+	slices.SortStableFunc(keys, func(a, b *keyState) int { return cmp.Compare(b.queued, a.queued) })
+	for _, k := range keys[:min(len(keys), SnapshotMaxKeys)] {
+		snap.Keys = append(snap.Keys, KeySnapshot{Key: k.name, Weight: k.w, VirtualTime: k.v,
+			Running: k.running, Queued: k.queued, MinSeats: k.policy.MinSeats})
+	}
+	snap.Queue = s.queueOrderLocked(keys, now)
+	return snap
+}
+
+// queuedEntry pairs a queued job with its rank at the snapshot instant.
+type queuedEntry struct {
+	j   *job
+	r   rank
+	idx int
+}
+
+// beforeAt is the dispatch order of two queued jobs at one instant (the
+// comparison lessFlow makes between flow heads, for any jobs).
+func beforeAt(a, b queuedEntry) bool {
+	if a.r.urgent != b.r.urgent {
+		return a.r.urgent
+	}
+	if !a.r.urgent {
+		if a.r.eff != b.r.eff {
+			return a.r.eff > b.r.eff
+		}
+		if ma, mb := a.j.key.belowMin(), b.j.key.belowMin(); ma != mb {
+			return ma
+		}
+		if a.j.key.v != b.j.key.v {
+			return a.j.key.v < b.j.key.v
+		}
+	}
+	return olderJob(a.j, b.j)
+}
+
+// queueOrderLocked ranks every queued job at now and keeps the first
+// SnapshotMaxQueue in a bounded heap whose top is the worst kept entry, so
+// the cost is O(n log SnapshotMaxQueue).
+func (s *Scheduler) queueOrderLocked(keys []*keyState, now time.Time) []QueuedSnapshot {
+	kept := indexedHeap[*queuedEntry]{
+		less:  func(a, b *queuedEntry) bool { return beforeAt(*b, *a) },
+		index: func(e *queuedEntry) *int { return &e.idx },
+	}
+	for _, k := range keys {
+		for j := k.head; j != nil; j = j.next {
+			e := &queuedEntry{j: j, r: rankAt(s.cfg.Aging, j.typ.cfg.Priority, j.agingStart, now)}
+			switch {
+			case kept.Len() < SnapshotMaxQueue:
+				kept.Push(e)
+			case beforeAt(*e, *kept.Top()):
+				kept.Pop()
+				kept.Push(e)
+			}
+		}
+	}
+	out := make([]QueuedSnapshot, kept.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		j, r := kept.Top().j, kept.Pop().r
+		out[i] = QueuedSnapshot{
+			Type: j.typ.name, JobID: j.jobID, Key: j.key.name,
+			BasePriority: j.typ.cfg.Priority, EffectivePriority: r.eff, Urgent: r.urgent,
+			Wait: now.Sub(j.enqueued), BlockedBy: s.blockedByLocked(j, r),
+		}
+	}
+	return out
+}
+
+func (s *Scheduler) blockedByLocked(j *job, r rank) string {
+	switch {
+	case j.state == jobParked || s.heldResourceLocked(j) != nil:
+		return "conflict"
+	case j.key.capped:
+		return "key cap"
+	case j.typ.blocked():
+		return "type cap"
+	case !r.urgent && j.typ.tier.running >= j.typ.tier.cap:
+		return "tier cap"
+	}
+	return ""
+}
+
+func sortKeys(ks []*keyState) {
+	slices.SortFunc(ks, func(a, b *keyState) int { return cmp.Compare(a.name, b.name) })
+}

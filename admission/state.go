@@ -1,0 +1,253 @@
+package admission
+
+import (
+	"context"
+	"time"
+)
+
+// jobState is where a job is; every job moves forward through these states
+// exactly once (queued and parked may alternate).
+type jobState uint8
+
+const (
+	jobNew     jobState = iota // built, not yet enqueued
+	jobQueued                  // in its flow's heap (flow.jobs)
+	jobParked                  // waiting on a held resource (resource.waiters[flow])
+	jobRunning                 // holds a seat (in Scheduler.running)
+	jobDone                    // released, rejected, cancelled or dropped
+)
+
+// A Permit is a granted seat: hold it while the work runs and call Release
+// exactly once when done. Internally the same record is the queued job, so an
+// admission allocates nothing else. A Permit is safe for concurrent use only
+// in the sense that Release may be called from any goroutine, once.
+type Permit struct {
+	s     *Scheduler
+	typ   *typeState
+	key   *keyState
+	flow  *flow  // set while queued or parked
+	jobID string // folded to MaxIdentifierLen
+
+	seq        uint64    // arrival order; breaks every tie
+	enqueued   time.Time // arrival
+	agingStart time.Time // the aging clock (== enqueued in this version)
+	started    time.Time // admission
+
+	// Fields below change only under Scheduler.mu.
+	state    jobState
+	idx      int     // position in the heap holding it (flow, waiters or running)
+	est      float64 // seconds charged at admission
+	startTag float64 // S_j = V_k at admission
+	eff      Priority
+	urgent   bool
+	promoted int           // aging promotions at admission
+	prev     *Permit       // key's queued jobs, arrival order
+	next     *Permit       //
+	err      error         // why the job ended without running
+	ready    chan struct{} // closed when a waiting foreground job is admitted or rejected; nil if it never waited
+
+	foreground bool
+	fn         func(context.Context) error // background work
+	timer      *time.Timer                 // background MaxWait
+	cancel     context.CancelFunc          // RunSync and background: cancelled at Close
+}
+
+// job is the scheduler's name for the record a Permit is.
+type job = Permit
+
+// olderJob orders jobs by aging start, then arrival.
+func olderJob(a, b *job) bool {
+	if !a.agingStart.Equal(b.agingStart) {
+		return a.agingStart.Before(b.agingStart)
+	}
+	return a.seq < b.seq
+}
+
+func jobIndex(j *job) *int { return &j.idx }
+
+func newJobHeap() indexedHeap[*job] {
+	return indexedHeap[*job]{less: olderJob, index: jobIndex}
+}
+
+// flow is the queued work of one (fairness key, job type).
+//
+// Invariants:
+//   - jobs holds the flow's queued (not parked) jobs; parked counts its jobs
+//     parked on resources. The flow is in key.flows iff jobs.Len()+parked > 0.
+//   - typIdx >= 0 (the flow is in typ.flows) iff jobs.Len() > 0 and the key is
+//     not capped; then urgent, eff and promoAt describe jobs.Top() as of the
+//     last sync, and promoAt is either zero or after the last dispatch.
+//   - promoIdx >= 0 (the flow is in Scheduler.promos) iff typIdx >= 0 and
+//     promoAt is not zero.
+type flow struct {
+	key    *keyState
+	typ    *typeState
+	jobs   indexedHeap[*job]
+	parked int
+
+	typIdx   int
+	promoIdx int
+
+	urgent   bool
+	eff      Priority
+	promoted int       // promotions of the head
+	promoAt  time.Time // next instant the head's rank changes; zero = never
+}
+
+// lessFlow is the dispatch order of two flows' heads: urgent first (oldest
+// first), then effective priority, then keys below MinSeats, then virtual
+// time, then age.
+func lessFlow(a, b *flow) bool {
+	if a.urgent != b.urgent {
+		return a.urgent
+	}
+	if !a.urgent {
+		if a.eff != b.eff {
+			return a.eff > b.eff
+		}
+		if ma, mb := a.key.belowMin(), b.key.belowMin(); ma != mb {
+			return ma
+		}
+		if a.key.v != b.key.v {
+			return a.key.v < b.key.v
+		}
+	}
+	return olderJob(a.jobs.Top(), b.jobs.Top())
+}
+
+func flowTypIndex(f *flow) *int   { return &f.typIdx }
+func flowPromoIndex(f *flow) *int { return &f.promoIdx }
+func earlierPromo(a, b *flow) bool {
+	if !a.promoAt.Equal(b.promoAt) {
+		return a.promoAt.Before(b.promoAt)
+	}
+	return a.jobs.Top().seq < b.jobs.Top().seq
+}
+
+// keyState is one fairness key.
+//
+// Invariants:
+//   - active iff queued+running > 0 iff the key is in Scheduler.active.
+//   - queued == the length of the list head..tail == the number of its jobs
+//     that are queued or parked; running == its jobs holding a seat.
+//   - capped iff policy.MaxInFlight > 0 and running >= policy.MaxInFlight;
+//     a capped key's flows are in no type heap.
+//   - longIdx >= 0 (in Scheduler.longest) iff queued > 0.
+type keyState struct {
+	name   string
+	policy KeyPolicy
+	w      float64 // policy weight, > 0
+	v      float64 // V_k
+
+	running, queued int
+	flows           []*flow // flows with queued or parked jobs, one per type
+	head, tail      *job    // queued and parked jobs in arrival order
+
+	active    bool
+	capped    bool
+	idleSince time.Time
+	longIdx   int
+}
+
+func (k *keyState) belowMin() bool { return k.running < k.policy.MinSeats }
+
+func (k *keyState) flowFor(t *typeState) *flow {
+	for _, f := range k.flows {
+		if f.typ == t {
+			return f
+		}
+	}
+	return nil
+}
+
+func (k *keyState) pushJob(j *job) {
+	j.prev, j.next = k.tail, nil
+	if k.tail != nil {
+		k.tail.next = j
+	} else {
+		k.head = j
+	}
+	k.tail = j
+	k.queued++
+}
+
+func (k *keyState) unlinkJob(j *job) {
+	if j.prev != nil {
+		j.prev.next = j.next
+	} else {
+		k.head = j.next
+	}
+	if j.next != nil {
+		j.next.prev = j.prev
+	} else {
+		k.tail = j.prev
+	}
+	j.prev, j.next = nil, nil
+	k.queued--
+}
+
+// longerQueue orders keys by queued jobs, longest first.
+func longerQueue(a, b *keyState) bool {
+	if a.queued != b.queued {
+		return a.queued > b.queued
+	}
+	return a.name < b.name
+}
+
+func keyLongIndex(k *keyState) *int { return &k.longIdx }
+
+// typeState is one registered job type.
+//
+// Invariants: flows holds exactly the type's flows with typIdx >= 0;
+// readyIdx >= 0 (in Scheduler.ready) iff flows.Len() > 0; running and queued
+// count the type's running and queued-or-parked jobs.
+type typeState struct {
+	name            JobType
+	cfg             JobTypeConfig
+	tier            *tierState
+	running, queued int
+	flows           indexedHeap[*flow]
+	readyIdx        int
+}
+
+// blocked reports whether nothing of this type may start now (criteria 2 and
+// 5 of dispatch; pausing arrives with runtime control).
+func (t *typeState) blocked() bool {
+	return t.cfg.MaxConcurrency > 0 && t.running >= t.cfg.MaxConcurrency
+}
+
+// tierState counts the jobs of one base priority.
+type tierState struct {
+	prio            Priority
+	cap             int
+	running, queued int
+}
+
+// resKey names a resource: jobs with the same non-empty group and job ID
+// conflict.
+type resKey struct {
+	group ConflictGroup
+	id    string
+}
+
+// resource is a conflict-table entry.
+//
+// Invariants: holders is the number of running jobs on it (0 or 1); waiters
+// maps each flow with parked jobs on it to a non-empty heap of them, nwait
+// their total. An entry exists iff holders+nwait > 0.
+type resource struct {
+	holders int
+	waiters map[*flow]*indexedHeap[*job]
+	nwait   int
+}
+
+// costKey and costEntry hold a learned cost estimate.
+type costKey struct {
+	typ JobType
+	id  string
+}
+
+type costEntry struct {
+	est float64 // seconds
+	at  time.Time
+}
