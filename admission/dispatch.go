@@ -196,6 +196,7 @@ func (s *Scheduler) admitLocked(j *job, now time.Time) {
 	j.startTag = k.v
 	k.v += j.est / k.w
 	s.running.Push(j)
+	s.advanceVsysLocked()
 	s.inUse++
 	t.running++
 	t.tier.running++
@@ -236,9 +237,7 @@ func (s *Scheduler) finishLocked(j *job, now time.Time, observed time.Duration, 
 	k, t := j.key, j.typ
 	j.state = jobDone
 	s.running.Remove(j.idx)
-	if s.running.Len() > 0 && s.running.Top().startTag > s.vsys {
-		s.vsys = s.running.Top().startTag
-	}
+	s.advanceVsysLocked()
 	s.inUse--
 	t.running--
 	t.tier.running--
@@ -286,6 +285,13 @@ func (s *Scheduler) releaseResourceLocked(rk resKey, now time.Time) {
 	}
 	if r.nwait == 0 {
 		delete(s.resources, rk)
+	}
+}
+
+// advanceVsysLocked keeps V_sys = max(V_sys, min start tag of running jobs).
+func (s *Scheduler) advanceVsysLocked() {
+	if s.running.Len() > 0 && s.running.Top().startTag > s.vsys {
+		s.vsys = s.running.Top().startTag
 	}
 }
 
