@@ -63,7 +63,7 @@ func TestRegisterTypeErrors(t *testing.T) {
 	must(t, err)
 	must(t, s.RegisterType("fg", JobTypeConfig{Priority: PriorityForeground}))
 	must(t, s.RegisterType("fg", JobTypeConfig{Priority: PriorityForeground})) // identical: no-op
-	must(t, s.RegisterType("zero-with-limit", JobTypeConfig{Priority: 0}))    // TierLimits[0] admits 2
+	must(t, s.RegisterType("zero-with-limit", JobTypeConfig{Priority: 0}))     // TierLimits[0] admits 2
 	for _, tc := range []struct {
 		name  JobType
 		cfg   JobTypeConfig
