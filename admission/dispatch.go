@@ -135,7 +135,7 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 		r.nwait--
 		f.parked--
 		if r.holders == 0 && r.nwait == 0 {
-			delete(s.resources, rk)
+			s.freeResourceLocked(rk, r)
 		}
 	default:
 		panic("admission: unqueue of a job that is not queued")
@@ -205,7 +205,7 @@ func (s *Scheduler) admitLocked(j *job, now time.Time) {
 		rk := resKey{g, j.jobID}
 		r := s.resources[rk]
 		if r == nil {
-			r = &resource{}
+			r = s.newResourceLocked()
 			s.resources[rk] = r
 		}
 		r.holders++
@@ -284,7 +284,26 @@ func (s *Scheduler) releaseResourceLocked(rk resKey, now time.Time) {
 		s.syncFlowLocked(f, now)
 	}
 	if r.nwait == 0 {
-		delete(s.resources, rk)
+		s.freeResourceLocked(rk, r)
+	}
+}
+
+func (s *Scheduler) newResourceLocked() *resource {
+	if n := len(s.freeRes); n > 0 {
+		r := s.freeRes[n-1]
+		s.freeRes[n-1] = nil
+		s.freeRes = s.freeRes[:n-1]
+		return r
+	}
+	return &resource{}
+}
+
+// freeResourceLocked deletes an entry with no holder and no waiter and keeps
+// it (and its emptied waiter map) for reuse.
+func (s *Scheduler) freeResourceLocked(rk resKey, r *resource) {
+	delete(s.resources, rk)
+	if len(s.freeRes) < maxFreeFlows {
+		s.freeRes = append(s.freeRes, r)
 	}
 }
 

@@ -47,6 +47,7 @@ type Scheduler struct {
 	promos    indexedHeap[*flow]                 // flows by next promotion instant
 	longest   indexedHeap[*keyState]             // keys with queued jobs, longest first
 	freeFlows []*flow                            // recycled flows, no jobs
+	freeRes   []*resource                        // recycled resources, no holder or waiter
 
 	inUse  int     // seats held == running.Len()
 	queued int     // queued and parked jobs, <= cfg.MaxQueue
