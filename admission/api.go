@@ -26,7 +26,7 @@ func (s *Scheduler) Acquire(ctx context.Context, r Request) (*Permit, error) {
 }
 
 func (s *Scheduler) acquire(ctx context.Context, j *job, t JobType, key string) (*Permit, error) {
-	now := time.Now()
+	now := s.now()
 	var buf [8]*job
 	s.mu.Lock()
 	ts, err := s.typeLocked(t)
@@ -81,7 +81,7 @@ func (s *Scheduler) wait(ctx context.Context, j *job, maxWait time.Duration) (*P
 // dispatch runs again; if it was rejected in the meantime, that rejection is
 // returned.
 func (s *Scheduler) abandon(j *job, cause error, timedOut bool) (*Permit, error) {
-	now := time.Now()
+	now := s.now()
 	var buf [8]*job
 	var wake []*job
 	s.mu.Lock()
@@ -112,7 +112,7 @@ func (s *Scheduler) abandon(j *job, cause error, timedOut bool) (*Permit, error)
 // feeds it to the cost estimate. Calling it twice is a bug and panics.
 func (p *Permit) Release() {
 	s := p.s
-	now := time.Now()
+	now := s.now()
 	var buf [8]*job
 	s.mu.Lock()
 	if p.state != jobRunning {
@@ -162,7 +162,7 @@ func (s *Scheduler) Submit(t JobType, jobID string, fn func(context.Context) err
 		return fmt.Errorf("%w: Submit: nil fn for job type %q", ErrInvalidConfig, t)
 	}
 	j := &job{jobID: foldIdentifier(jobID), fn: fn}
-	now := time.Now()
+	now := s.now()
 	var buf [8]*job
 	s.mu.Lock()
 	ts, err := s.typeLocked(t)
@@ -184,7 +184,7 @@ func (s *Scheduler) Submit(t JobType, jobID string, fn func(context.Context) err
 
 // expire ends a background job still queued after its type's MaxWait.
 func (s *Scheduler) expire(j *job) {
-	now := time.Now()
+	now := s.now()
 	s.mu.Lock()
 	if j.state != jobQueued && j.state != jobParked {
 		s.mu.Unlock()
@@ -223,7 +223,7 @@ func (s *Scheduler) reportDropped(j *job) {
 func (s *Scheduler) runBackground(j *job) {
 	defer s.wg.Done()
 	err := s.call(j)
-	now := time.Now()
+	now := s.now()
 	var buf [8]*job
 	s.mu.Lock()
 	s.finishLocked(j, now, now.Sub(j.started), true)

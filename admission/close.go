@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // Close stops admission. New calls fail with ErrClosed and queued foreground
@@ -19,7 +18,7 @@ import (
 // not waited for; releasing them after Close is fine. Calling Close again
 // waits for the first call and returns ErrClosed.
 func (s *Scheduler) Close(ctx context.Context) error {
-	now := time.Now()
+	now := s.now()
 	s.mu.Lock()
 	if s.closing {
 		done := s.closeDone
@@ -70,7 +69,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 
 // stop drops the background jobs still queued when Close's context ends.
 func (s *Scheduler) stop(cause error) error {
-	now := time.Now()
+	now := s.now()
 	s.mu.Lock()
 	var dropped []*job
 	for _, k := range s.activeKeysLocked() {

@@ -16,13 +16,14 @@ func (s *Scheduler) dispatchLocked(now time.Time, wake []*job) []*job {
 			break
 		}
 		j := f.jobs.Top()
-		if r := s.heldResourceLocked(j); r != nil {
+		r := s.resourceLocked(j)
+		if r != nil && r.holders > 0 {
 			// Conflict: the job waits on the resource, holding no seat, and
 			// the next best job is considered (no head-of-line blocking).
 			s.parkLocked(j, r, now)
 			continue
 		}
-		s.admitLocked(j, now)
+		s.admitLocked(j, r, now)
 		wake = append(wake, j)
 	}
 	return wake
@@ -50,17 +51,13 @@ func (s *Scheduler) pickLocked() *flow {
 	return best
 }
 
-// heldResourceLocked returns the resource j conflicts on if a running job
-// holds it.
-func (s *Scheduler) heldResourceLocked(j *job) *resource {
+// resourceLocked returns the conflict-table entry of j's resource, or nil
+// when j has no conflict group or nobody holds or waits on its resource.
+func (s *Scheduler) resourceLocked(j *job) *resource {
 	if j.typ.cfg.ConflictGroup == "" {
 		return nil
 	}
-	r := s.resources[resKey{j.typ.cfg.ConflictGroup, j.jobID}]
-	if r == nil || r.holders == 0 {
-		return nil
-	}
-	return r
+	return s.resources[resKey{j.typ.cfg.ConflictGroup, j.jobID}]
 }
 
 // enqueueLocked puts a new job in its flow, applying the queue bounds. It
@@ -178,8 +175,9 @@ func (s *Scheduler) parkLocked(j *job, r *resource, now time.Time) {
 	s.syncFlowLocked(f, now)
 }
 
-// admitLocked gives the head of its flow a seat.
-func (s *Scheduler) admitLocked(j *job, now time.Time) {
+// admitLocked gives the head of its flow a seat. r is its resource's entry
+// if one exists (it is free).
+func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 	f, k, t := j.flow, j.key, j.typ
 	j.eff, j.urgent, j.promoted = f.eff, f.urgent, f.promoted
 	f.jobs.Remove(j.idx)
@@ -192,7 +190,7 @@ func (s *Scheduler) admitLocked(j *job, now time.Time) {
 
 	j.state = jobRunning
 	j.started = now
-	j.est = s.estimateLocked(t, j.jobID, now)
+	j.est, j.cost = s.estimateLocked(t, j.jobID, now)
 	j.startTag = k.v
 	k.v += j.est / k.w
 	s.running.Push(j)
@@ -202,13 +200,12 @@ func (s *Scheduler) admitLocked(j *job, now time.Time) {
 	t.tier.running++
 	k.running++
 	if g := t.cfg.ConflictGroup; g != "" {
-		rk := resKey{g, j.jobID}
-		r := s.resources[rk]
 		if r == nil {
 			r = s.newResourceLocked()
-			s.resources[rk] = r
+			s.resources[resKey{g, j.jobID}] = r
 		}
 		r.holders++
+		j.res = r
 	}
 	if !j.foreground {
 		s.wg.Add(1) // before Close can Wait: Close waits until bgRunning is 0
@@ -245,11 +242,11 @@ func (s *Scheduler) finishLocked(j *job, now time.Time, observed time.Duration, 
 	obs := observed.Seconds()
 	k.v += (obs - j.est) / k.w
 	if learn {
-		s.learnLocked(t, j.jobID, obs, now)
+		s.learnLocked(j, obs, now)
 		s.counters.Completed++
 	}
-	if g := t.cfg.ConflictGroup; g != "" {
-		s.releaseResourceLocked(resKey{g, j.jobID}, now)
+	if j.res != nil {
+		s.releaseResourceLocked(j, now)
 	}
 	if !j.foreground {
 		s.bgRunning--
@@ -266,8 +263,9 @@ func (s *Scheduler) finishLocked(j *job, now time.Time, observed time.Duration, 
 // oldest parked job of each waiting flow returns to its flow: those are the
 // only candidates among its waiters, since a flow's older job always goes
 // first. The others stay parked.
-func (s *Scheduler) releaseResourceLocked(rk resKey, now time.Time) {
-	r := s.resources[rk]
+func (s *Scheduler) releaseResourceLocked(j *job, now time.Time) {
+	r := j.res
+	j.res = nil
 	r.holders--
 	if r.holders > 0 {
 		return
@@ -284,7 +282,7 @@ func (s *Scheduler) releaseResourceLocked(rk resKey, now time.Time) {
 		s.syncFlowLocked(f, now)
 	}
 	if r.nwait == 0 {
-		s.freeResourceLocked(rk, r)
+		s.freeResourceLocked(resKey{j.typ.cfg.ConflictGroup, j.jobID}, r)
 	}
 }
 

@@ -30,6 +30,7 @@ type Scheduler struct {
 	baseCtx    context.Context    // parent of background jobs' contexts
 	cancelBase context.CancelFunc // cancels them at Close
 	wg         sync.WaitGroup     // background job goroutines
+	epoch      time.Time          // New's clock reading; now() counts from it
 
 	mu sync.Mutex // guards every field below
 
@@ -39,15 +40,15 @@ type Scheduler struct {
 	// looks at the top of each.
 	ready []*typeState
 
-	active    map[string]*keyState               // keys with queued or running jobs
-	keys      *simplelru.LRU[string, *keyState]  // all key state, bounded (idle keys may be evicted)
-	costs     *simplelru.LRU[costKey, costEntry] // learned estimates, bounded
-	resources map[resKey]*resource               // held or waited-on resources
-	running   indexedHeap[*job]                  // running jobs by start tag (V_sys)
-	promos    indexedHeap[*flow]                 // flows by next promotion instant
-	longest   indexedHeap[*keyState]             // keys with queued jobs, longest first
-	freeFlows []*flow                            // recycled flows, no jobs
-	freeRes   []*resource                        // recycled resources, no holder or waiter
+	active    map[string]*keyState                // keys with queued or running jobs
+	keys      *simplelru.LRU[string, *keyState]   // all key state, bounded (idle keys may be evicted)
+	costs     *simplelru.LRU[costKey, *costEntry] // learned estimates, bounded
+	resources map[resKey]*resource                // held or waited-on resources
+	running   indexedHeap[*job]                   // running jobs by start tag (V_sys)
+	promos    indexedHeap[*flow]                  // flows by next promotion instant
+	longest   indexedHeap[*keyState]              // keys with queued jobs, longest first
+	freeFlows []*flow                             // recycled flows, no jobs
+	freeRes   []*resource                         // recycled resources, no holder or waiter
 
 	inUse  int     // seats held == running.Len()
 	queued int     // queued and parked jobs, <= cfg.MaxQueue
@@ -86,12 +87,18 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 	if s.keys, err = simplelru.NewLRU[string, *keyState](c.MaxKeys, nil); err != nil {
 		return nil, fmt.Errorf("%w: MaxKeys: %v", ErrInvalidConfig, err)
 	}
-	if s.costs, err = simplelru.NewLRU[costKey, costEntry](c.MaxCostEntries, nil); err != nil {
+	if s.costs, err = simplelru.NewLRU[costKey, *costEntry](c.MaxCostEntries, nil); err != nil {
 		return nil, fmt.Errorf("%w: MaxCostEntries: %v", ErrInvalidConfig, err)
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.epoch = time.Now()
 	return s, nil
 }
+
+// now reads the clock once. It derives the time from the monotonic clock
+// alone (one clock read instead of time.Now's two), which is all the
+// scheduler needs: it only ever subtracts its own readings.
+func (s *Scheduler) now() time.Time { return s.epoch.Add(time.Since(s.epoch)) }
 
 func lowerStartTag(a, b *job) bool {
 	if a.startTag != b.startTag {
@@ -203,17 +210,37 @@ func (s *Scheduler) maybeIdleLocked(k *keyState, now time.Time) {
 	s.keys.Add(k.name, k) // back to the warm end (re-added if evicted while active)
 }
 
-// estimateLocked is the learned cost of (t, id) in seconds.
-func (s *Scheduler) estimateLocked(t *typeState, id string, now time.Time) float64 {
-	if e, ok := s.costs.Get(costKey{t.name, id}); ok && now.Sub(e.at) <= s.cfg.CostTTL {
-		return e.est
+// estimateLocked is the learned cost of (t, id) in seconds, and its entry
+// when one is tracked (possibly expired, in which case DefaultCost is used).
+func (s *Scheduler) estimateLocked(t *typeState, id string, now time.Time) (float64, *costEntry) {
+	e, ok := s.costs.Get(costKey{t.name, id})
+	if !ok {
+		return t.cfg.DefaultCost.Seconds(), nil
 	}
-	return t.cfg.DefaultCost.Seconds()
+	return e.estimate(t, now, s.cfg.CostTTL), e
 }
 
-// learnLocked feeds an observed cost into the EMA of (t, id).
-func (s *Scheduler) learnLocked(t *typeState, id string, observed float64, now time.Time) {
-	prev := s.estimateLocked(t, id, now)
+func (e *costEntry) estimate(t *typeState, now time.Time, ttl time.Duration) float64 {
+	if now.Sub(e.at) > ttl {
+		return t.cfg.DefaultCost.Seconds()
+	}
+	return e.est
+}
+
+// learnLocked feeds j's observed cost into the EMA of (type, job ID). The
+// entry found at admission is updated in place, so a release costs no lookup;
+// if it was evicted since, the observation is lost, as any evicted state is.
+func (s *Scheduler) learnLocked(j *job, observed float64, now time.Time) {
+	t, e := j.typ, j.cost
+	if e == nil {
+		k := costKey{t.name, j.jobID}
+		var ok bool
+		if e, ok = s.costs.Get(k); !ok {
+			e = &costEntry{est: t.cfg.DefaultCost.Seconds(), at: now}
+			s.costs.Add(k, e)
+		}
+	}
 	a := s.cfg.CostAlpha
-	s.costs.Add(costKey{t.name, id}, costEntry{est: a*observed + (1-a)*prev, at: now})
+	e.est = a*observed + (1-a)*e.estimate(t, now, s.cfg.CostTTL)
+	e.at = now
 }

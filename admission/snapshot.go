@@ -85,7 +85,7 @@ type QueuedSnapshot struct {
 // Snapshot returns the current state. It costs O(queued · log SnapshotMaxQueue)
 // under the scheduler's lock; use it for debugging, not per request.
 func (s *Scheduler) Snapshot() Snapshot {
-	now := time.Now()
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap := Snapshot{
@@ -176,7 +176,9 @@ func (s *Scheduler) queueOrderLocked(keys []*keyState, now time.Time) []QueuedSn
 
 func (s *Scheduler) blockedByLocked(j *job, r rank) string {
 	switch {
-	case j.state == jobParked || s.heldResourceLocked(j) != nil:
+	case j.state == jobParked:
+		return "conflict"
+	case s.resourceLocked(j) != nil && s.resourceLocked(j).holders > 0:
 		return "conflict"
 	case j.key.capped:
 		return "key cap"

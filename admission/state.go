@@ -35,9 +35,11 @@ type Permit struct {
 
 	// Fields below change only under Scheduler.mu.
 	state    jobState
-	idx      int     // position in the heap holding it (flow, waiters or running)
-	est      float64 // seconds charged at admission
-	startTag float64 // S_j = V_k at admission
+	idx      int        // position in the heap holding it (flow, waiters or running)
+	est      float64    // seconds charged at admission
+	cost     *costEntry // learned estimate of (type, job ID) found at admission, or nil
+	res      *resource  // conflict-table entry held while running, or nil
+	startTag float64    // S_j = V_k at admission
 	eff      Priority
 	urgent   bool
 	promoted int           // aging promotions at admission
@@ -237,7 +239,9 @@ type resKey struct {
 // their total. An entry exists iff holders+nwait > 0.
 type resource struct {
 	holders int
-	waiters map[*flow]*indexedHeap[*job]
+	// Spelled *Permit, not *job: go1.26's type checker crashes on the alias
+	// inside this cycle (Permit -> resource -> indexedHeap -> Permit).
+	waiters map[*flow]*indexedHeap[*Permit]
 	nwait   int
 }
 

@@ -89,7 +89,7 @@ func TestVirtualTimeCharges(t *testing.T) {
 		t.Fatalf("V after completion = %v, want 20", got)
 	}
 	c.s.mu.Lock()
-	est := c.s.estimateLocked(c.s.types["clone"], "linux", c.now)
+	est, _ := c.s.estimateLocked(c.s.types["clone"], "linux", c.now)
 	c.s.mu.Unlock()
 	if !near(est, 0.3*40+0.7*10) {
 		t.Fatalf("estimate = %v, want EMA 19", est)
@@ -189,8 +189,8 @@ func TestCostTTL(t *testing.T) {
 	c.advance(11 * time.Second)
 	c.finish(j)
 	c.s.mu.Lock()
-	fresh := c.s.estimateLocked(c.s.types["x"], "repo", c.now)
-	stale := c.s.estimateLocked(c.s.types["x"], "repo", c.now.Add(2*time.Hour))
+	fresh, _ := c.s.estimateLocked(c.s.types["x"], "repo", c.now)
+	stale, _ := c.s.estimateLocked(c.s.types["x"], "repo", c.now.Add(2*time.Hour))
 	c.s.mu.Unlock()
 	if !near(fresh, 0.3*11+0.7*1) || stale != 1 {
 		t.Fatalf("estimates fresh %v stale %v", fresh, stale)
