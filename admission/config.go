@@ -54,7 +54,8 @@ type KeyPolicy struct {
 }
 
 // Config configures a [Scheduler]. Only Capacity is required; every other
-// zero field takes the default named on it.
+// zero field takes the default named on it. New copies what it keeps, so the
+// caller may reuse or modify a Config afterwards.
 type Config struct {
 	Capacity       int                  // total seats; required, > 0
 	TierLimits     map[Priority]int     // overrides "priority value = tier cap"
@@ -91,11 +92,14 @@ func (c Config) validate() (Config, error) {
 	if c.Capacity <= 0 {
 		return c, fmt.Errorf("%w: Capacity must be > 0, got %d", ErrInvalidConfig, c.Capacity)
 	}
+	limits := make(map[Priority]int, len(c.TierLimits))
 	for p, n := range c.TierLimits {
 		if n <= 0 {
 			return c, fmt.Errorf("%w: TierLimits[%d] must be > 0, got %d", ErrInvalidConfig, p, n)
 		}
+		limits[p] = n
 	}
+	c.TierLimits = limits // New keeps copies: later changes to the caller's maps have no effect
 	if a := c.Aging; a != nil {
 		switch {
 		case a.Interval <= 0:

@@ -97,7 +97,9 @@
 //	urgent     = Urgent > 0 && aged >= Urgent
 //
 // The stored priority never changes; the tier a job counts against is its base
-// priority's. Urgent jobs go before every other job, oldest first, and may
+// priority's. Urgency, like every rank, is evaluated at each dispatch
+// (arrival, release, cancellation), never by a timer. Urgent jobs go before
+// every other job, oldest first, and may
 // exceed their tier cap and their key's fair share; capacity, type caps, key
 // caps and conflicts still hold them back. Every Priority at or above Urgent
 // would make a job urgent on arrival, so RegisterType rejects a type whose
@@ -108,7 +110,10 @@
 // ([Scheduler.StarvationBound]). From then on it precedes every non-urgent
 // job, and among urgent jobs the older go first, so it is admitted at the
 // first seat that opens for which no conflict, type cap, key cap or pause
-// holds it back, once the urgent jobs older than it have been admitted.
+// holds it back, once the urgent jobs older than it have been admitted. (If
+// a seat is already free when the job turns urgent — its tier was at its cap —
+// it is admitted at the next dispatch, at the latest when the next seat
+// opens: the scheduler keeps no timer to notice the instant itself.)
 //
 // # Queue limits, timeouts, cancellation
 //

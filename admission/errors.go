@@ -27,7 +27,9 @@ var (
 )
 
 // RejectedError is the error of a request the scheduler turned away or gave
-// up on. It unwraps to its Reason, one of the sentinel errors above.
+// up on. It unwraps to its Reason, one of the sentinel errors above. It is
+// created by the scheduler and not modified afterwards; its zero value is
+// meaningless.
 type RejectedError struct {
 	Reason error // ErrQueueFull, ErrWaitTimeout or ErrClosed
 	// PerKey is true when the caller's own share caused the rejection (its

@@ -12,7 +12,9 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// Request is what a transport asks admission for.
+// Request is what a transport asks admission for: the job type of the route,
+// the resource it works on and the caller's fairness key. The zero value is
+// not valid (the type must be registered). It is a plain value.
 type Request struct {
 	Type        JobType
 	JobID       string

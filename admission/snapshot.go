@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// Counters are cumulative totals since New. Every request or job ends in
+// Counters are cumulative totals since New, copied into a Snapshot (a plain
+// value; the zero value is a fresh scheduler's). Every request or job ends in
 // exactly one of Completed, RejectedQueueFull, RejectedWaitTimeout,
 // RejectedClosed, Cancelled or Dropped (or is still queued or running).
 type Counters struct {
@@ -25,7 +26,8 @@ type Counters struct {
 }
 
 // Snapshot is a point-in-time copy of the scheduler's state, for debugging
-// and metrics. Its slices are sorted as documented and bounded.
+// and metrics. Its slices are sorted as documented and bounded. It shares
+// nothing with the scheduler, so the caller may keep or modify it.
 type Snapshot struct {
 	Time          time.Time
 	Capacity      int
