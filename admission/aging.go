@@ -27,7 +27,9 @@ func rankAt(a *AgingConfig, base Priority, start, now time.Time) rank {
 	aged := base + a.Step*Priority(p)
 	r := rank{eff: aged, promoted: p}
 	if a.Max > 0 && aged >= a.Max {
-		r.eff = a.Max
+		// The ceiling bounds promotions; it never lowers a job below its base
+		// priority (DESIGN's min(aged, Max) would demote a type above Max).
+		r.eff = max(a.Max, base)
 	}
 	if a.Urgent > 0 && aged >= a.Urgent {
 		r.urgent = true

@@ -40,7 +40,7 @@ type JobTypeConfig struct {
 type AgingConfig struct {
 	Grace, Interval time.Duration
 	Step            Priority // added per promotion; 0 = 1
-	Max             Priority // ceiling of the effective priority; 0 = none
+	Max             Priority // ceiling of aged priorities (never below a job's base); 0 = none
 	Urgent          Priority // aged priority at which a job becomes urgent; 0 = never
 }
 

@@ -128,3 +128,16 @@ func TestRankAt(t *testing.T) {
 		t.Errorf("no aging: %+v", got)
 	}
 }
+
+// TestAgingMaxNeverDemotes: Max caps promotions but leaves a type whose base
+// is above it where it is (see the package doc on DESIGN's min(aged, Max)).
+func TestAgingMaxNeverDemotes(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	a := &AgingConfig{Interval: time.Second, Step: 1, Max: 30}
+	if r := rankAt(a, 40, t0, t0.Add(time.Hour)); r.eff != 40 {
+		t.Errorf("foreground base 40 with Max 30: effective %d, want 40", r.eff)
+	}
+	if r := rankAt(a, 10, t0, t0.Add(time.Hour)); r.eff != 30 {
+		t.Errorf("background aged for an hour: effective %d, want the ceiling 30", r.eff)
+	}
+}

@@ -93,11 +93,15 @@
 //	promotions = 0                          if w < Grace
 //	           = floor((w - Grace)/Interval) otherwise
 //	aged       = base + Step·promotions
-//	effective  = min(aged, Max)             (no ceiling when Max == 0)
+//	effective  = min(aged, max(Max, base))  (no ceiling when Max == 0)
 //	urgent     = Urgent > 0 && aged >= Urgent
 //
 // The stored priority never changes; the tier a job counts against is its base
-// priority's. Urgency, like every rank, is evaluated at each dispatch
+// priority's. DESIGN.md writes the ceiling as min(aged, Max); taken literally
+// that would demote a type whose base priority is above Max (a foreground
+// type at 40 with Max 30, configured so that background work can age up to
+// 30 but never reach foreground). Aging only ever raises a priority, so here
+// Max bounds promotions and never the base. Urgency, like every rank, is evaluated at each dispatch
 // (arrival, release, cancellation), never by a timer. Urgent jobs go before
 // every other job, oldest first, and may
 // exceed their tier cap and their key's fair share; capacity, type caps, key
