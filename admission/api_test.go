@@ -488,3 +488,37 @@ func TestHostileIdentifiers(t *testing.T) {
 	checkInvariants(t, s)
 	must(t, s.Close(t.Context()))
 }
+
+// TestConflictWaiterCancelledAfterRelease: two requests of one caller wait
+// on a held repository. When it is released, the older returns to the queue
+// and the other stays parked; if the returned one is cancelled before it
+// runs, the other must take its place instead of waiting on a resource
+// nobody holds.
+func TestConflictWaiterCancelledAfterRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 3, Keys: map[string]KeyPolicy{"b": {MaxInFlight: 1}}}, JobTypeConfig{}, JobTypeConfig{})
+		holder, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "linux", FairnessKey: "a"})
+		must(t, err)
+		ctx1, cancel1 := context.WithCancel(t.Context())
+		w1 := acquireAsync(ctx1, s, Request{Type: "fg", JobID: "linux", FairnessKey: "b"})
+		synctest.Wait()
+		w2 := acquireAsync(t.Context(), s, Request{Type: "fg", JobID: "linux", FairnessKey: "b"})
+		synctest.Wait()
+		// b's other request takes b's only slot, so the waiter returned by
+		// the release cannot run yet.
+		other, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "git", FairnessKey: "b"})
+		must(t, err)
+		holder.Release()
+		checkInvariants(t, s)
+		cancel1() // the returned waiter gives up before it ran
+		if r := <-w1; !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("w1 = %v", r.err)
+		}
+		checkInvariants(t, s)
+		other.Release()
+		r := <-w2
+		must(t, r.err)
+		r.p.Release()
+		must(t, s.Close(t.Context()))
+	})
+}

@@ -68,13 +68,16 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		s.counters.RejectedClosed++
 		return wake, &RejectedError{Reason: ErrClosed, Type: t.name}
 	}
-	queuedByKey := 0
-	if k := s.active[key]; k != nil {
-		queuedByKey = k.queued
+	k := s.active[key]
+	queuedByKey, p := 0, KeyPolicy{}
+	if k != nil {
+		queuedByKey, p = k.queued, k.policy
+	} else {
+		p = s.policyFor(key)
 	}
-	if p := s.policyFor(key); p.MaxQueued > 0 && queuedByKey >= p.MaxQueued {
+	if p.MaxQueued > 0 && queuedByKey >= p.MaxQueued {
 		s.counters.RejectedQueueFull++
-		return wake, s.rejectLocked(ErrQueueFull, true, t, s.active[key], now)
+		return wake, s.rejectLocked(ErrQueueFull, true, t, k, now)
 	}
 	if s.queued >= s.cfg.MaxQueue {
 		// Fair push-out: the longest queue gives up its newest job to a key
@@ -82,7 +85,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		long := s.longest.Top()
 		if long.queued <= queuedByKey {
 			s.counters.RejectedQueueFull++
-			return wake, s.rejectLocked(ErrQueueFull, true, t, s.active[key], now)
+			return wake, s.rejectLocked(ErrQueueFull, true, t, k, now)
 		}
 		victim := long.tail
 		s.unqueueLocked(victim, now)
@@ -92,7 +95,9 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		wake = append(wake, victim)
 	}
 
-	k := s.activateKeyLocked(key, now)
+	if k == nil {
+		k = s.wakeKeyLocked(key, now)
+	}
 	f := k.flowFor(t)
 	if f == nil {
 		f = s.newFlowLocked(k, t)
@@ -121,6 +126,7 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 	switch j.state {
 	case jobQueued:
 		f.jobs.Remove(j.idx)
+		s.replaceRepresentativeLocked(j, now)
 	case jobParked:
 		rk := resKey{j.typ.cfg.ConflictGroup, j.jobID}
 		r := s.resources[rk]
@@ -153,6 +159,33 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 	}
 	s.syncFlowLocked(f, now)
 	s.maybeIdleLocked(k, now)
+}
+
+// replaceRepresentativeLocked keeps the rule that lets a free resource have
+// parked jobs: when a resource is released, only the oldest parked job of
+// each waiting flow returns to its flow (the others cannot go before it). If
+// that job now leaves without running, the next one of its flow returns in
+// its place; otherwise it would wait on a resource nobody holds.
+func (s *Scheduler) replaceRepresentativeLocked(j *job, now time.Time) {
+	r := s.resourceLocked(j)
+	if r == nil || r.holders > 0 {
+		return
+	}
+	h := r.waiters[j.flow]
+	if h == nil {
+		return
+	}
+	next := h.Pop()
+	r.nwait--
+	if h.Len() == 0 {
+		delete(r.waiters, j.flow)
+	}
+	next.state = jobQueued
+	j.flow.parked--
+	j.flow.jobs.Push(next)
+	if r.nwait == 0 {
+		s.freeResourceLocked(resKey{j.typ.cfg.ConflictGroup, j.jobID}, r)
+	}
 }
 
 // parkLocked moves the head of its flow onto the resource that blocks it.

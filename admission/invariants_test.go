@@ -186,8 +186,20 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if n != r.nwait {
 			return fmt.Errorf("resource %v: nwait %d, counted %d", rk, r.nwait, n)
 		}
-		if r.holders == 0 && r.nwait > 0 {
-			return fmt.Errorf("resource %v is free but %d jobs wait on it", rk, r.nwait)
+		if r.holders > 0 {
+			continue
+		}
+		// A free resource may keep parked jobs only while each of their flows
+		// has a ready job on it that will take it or hand the turn on.
+		for f := range r.waiters {
+			ready := false
+			for _, j := range f.jobs.s {
+				ready = ready || (j.typ.cfg.ConflictGroup == rk.group && j.jobID == rk.id)
+			}
+			if !ready {
+				return fmt.Errorf("resource %v is free and flow (%q, %q) has %d jobs parked on it with no ready job to take it",
+					rk, f.key.name, f.typ.name, r.waiters[f].Len())
+			}
 		}
 	}
 	return nil

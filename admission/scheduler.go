@@ -171,6 +171,11 @@ func (s *Scheduler) activateKeyLocked(name string, now time.Time) *keyState {
 	if k, ok := s.active[name]; ok {
 		return k
 	}
+	return s.wakeKeyLocked(name, now)
+}
+
+// wakeKeyLocked activates a key that is not active.
+func (s *Scheduler) wakeKeyLocked(name string, now time.Time) *keyState {
 	k, ok := s.keys.Get(name)
 	if ok && now.Sub(k.idleSince) > s.cfg.KeyTTL {
 		k.v = s.vsys // expired: its history is forgotten, as if evicted

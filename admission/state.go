@@ -236,7 +236,9 @@ type resKey struct {
 //
 // Invariants: holders is the number of running jobs on it (0 or 1); waiters
 // maps each flow with parked jobs on it to a non-empty heap of them, nwait
-// their total. An entry exists iff holders+nwait > 0.
+// their total. An entry exists iff holders+nwait > 0. When holders == 0, every
+// flow in waiters has a queued (ready) job on this resource — the one release
+// returned to it — so some job will take the resource or hand the turn on.
 type resource struct {
 	holders int
 	// Spelled *Permit, not *job: go1.26's type checker crashes on the alias
