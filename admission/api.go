@@ -21,19 +21,17 @@ func (s *Scheduler) Acquire(ctx context.Context, r Request) (*Permit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	j := &job{jobID: foldIdentifier(r.JobID), foreground: true}
-	return s.acquire(ctx, j, r.Type, foldIdentifier(r.FairnessKey))
-}
-
-func (s *Scheduler) acquire(ctx context.Context, j *job, t JobType, key string) (*Permit, error) {
+	jobID, key := foldIdentifier(r.JobID), foldIdentifier(r.FairnessKey)
 	now := s.now()
 	var buf [8]*job
 	s.mu.Lock()
-	ts, err := s.typeLocked(t)
+	ts, err := s.typeLocked(r.Type)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
+	j := s.newJobLocked()
+	j.jobID, j.foreground = jobID, true
 	wake, err := s.enqueueLocked(j, ts, key, now, buf[:0])
 	if err == nil {
 		wake = s.dispatchLocked(now, wake)
@@ -49,7 +47,7 @@ func (s *Scheduler) acquire(ctx context.Context, j *job, t JobType, key string) 
 	case err != nil:
 		return nil, err
 	case admitted:
-		return j, nil
+		return &Permit{s, j, j.gen}, nil
 	}
 	return s.wait(ctx, j, maxWait)
 }
@@ -68,7 +66,7 @@ func (s *Scheduler) wait(ctx context.Context, j *job, maxWait time.Duration) (*P
 		if j.err != nil {
 			return nil, j.err
 		}
-		return j, nil
+		return &Permit{s, j, j.gen}, nil
 	case <-ctx.Done():
 		return s.abandon(j, ctx.Err(), false)
 	case <-timeout:
@@ -111,16 +109,17 @@ func (s *Scheduler) abandon(j *job, cause error, timedOut bool) (*Permit, error)
 // Release gives the seat back, charges the key the measured seat time and
 // feeds it to the cost estimate. Calling it twice is a bug and panics.
 func (p *Permit) Release() {
-	s := p.s
+	s, j := p.s, p.j
 	now := s.now()
 	var buf [8]*job
 	s.mu.Lock()
-	if p.state != jobRunning {
+	if j.gen != p.gen || j.state != jobRunning {
 		s.mu.Unlock()
 		panic("admission: Permit.Release called on a permit that is not held (released twice?)")
 	}
-	s.finishLocked(p, now, now.Sub(p.started), true)
+	s.finishLocked(j, now, now.Sub(j.started), true)
 	wake := s.dispatchLocked(now, buf[:0])
+	s.freeJobLocked(j) // nothing refers to a released foreground record but stale handles
 	s.mu.Unlock()
 	s.wakeAll(wake)
 }
@@ -138,7 +137,7 @@ func (s *Scheduler) RunSync(ctx context.Context, t JobType, jobID, fairnessKey s
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
-	p.cancel = cancel
+	p.j.cancel = cancel
 	stopped := s.stopped
 	s.mu.Unlock()
 	if stopped {

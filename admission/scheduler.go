@@ -51,6 +51,7 @@ type Scheduler struct {
 	longest   indexedHeap[*keyState]              // keys with queued jobs, longest first
 	freeFlows []*flow                             // recycled flows, no jobs
 	freeRes   []*resource                         // recycled resources, no holder or waiter
+	freeJobs  []*job                              // records of released foreground permits
 
 	inUse  int     // seats held == running.Len()
 	queued int     // queued and parked jobs, <= cfg.MaxQueue
@@ -146,6 +147,30 @@ func (s *Scheduler) typeLocked(t JobType) (*typeState, error) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownJobType, t)
 	}
 	return ts, nil
+}
+
+// maxFreeJobs bounds the job records kept for reuse.
+const maxFreeJobs = 1024
+
+// newJobLocked returns a zeroed job record, reused when one is free.
+func (s *Scheduler) newJobLocked() *job {
+	if n := len(s.freeJobs); n > 0 {
+		j := s.freeJobs[n-1]
+		s.freeJobs[n-1] = nil
+		s.freeJobs = s.freeJobs[:n-1]
+		return j
+	}
+	return &job{}
+}
+
+// freeJobLocked recycles the record of a released foreground permit. The
+// generation moves on, so the old Permit handle can no longer release it.
+func (s *Scheduler) freeJobLocked(j *job) {
+	if len(s.freeJobs) >= maxFreeJobs {
+		return
+	}
+	*j = job{gen: j.gen + 1}
+	s.freeJobs = append(s.freeJobs, j)
 }
 
 // foldIdentifier bounds fairness keys and job IDs (see MaxIdentifierLen).

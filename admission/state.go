@@ -18,10 +18,20 @@ const (
 )
 
 // A Permit is a granted seat: hold it while the work runs and call Release
-// exactly once when done. Internally the same record is the queued job, so an
-// admission allocates nothing else. A Permit is safe for concurrent use only
-// in the sense that Release may be called from any goroutine, once.
+// exactly once when done, from any goroutine. A second Release panics. The
+// zero value is not a permit; only Acquire makes them.
+//
+// A Permit is a small handle on the scheduler's job record: records of
+// released permits are reused, and the generation tells a stale handle from
+// the current holder, so a second Release is detected even after reuse.
 type Permit struct {
+	s   *Scheduler
+	j   *job
+	gen uint32
+}
+
+// job is one request or background job, from arrival until it ends.
+type job struct {
 	s     *Scheduler
 	typ   *typeState
 	key   *keyState
@@ -43,8 +53,9 @@ type Permit struct {
 	eff      Priority
 	urgent   bool
 	promoted int           // aging promotions at admission
-	prev     *Permit       // key's queued jobs, arrival order
-	next     *Permit       //
+	gen      uint32        // bumped when the record is reused
+	prev     *job          // key's queued jobs, arrival order
+	next     *job          //
 	err      error         // why the job ended without running
 	ready    chan struct{} // closed when a waiting foreground job is admitted or rejected; nil if it never waited
 
@@ -53,9 +64,6 @@ type Permit struct {
 	timer      *time.Timer                 // background MaxWait
 	cancel     context.CancelFunc          // RunSync and background: cancelled at Close
 }
-
-// job is the scheduler's name for the record a Permit is.
-type job = Permit
 
 // olderJob orders jobs by aging start, then arrival.
 func olderJob(a, b *job) bool {
@@ -241,9 +249,7 @@ type resKey struct {
 // returned to it — so some job will take the resource or hand the turn on.
 type resource struct {
 	holders int
-	// Spelled *Permit, not *job: go1.26's type checker crashes on the alias
-	// inside this cycle (Permit -> resource -> indexedHeap -> Permit).
-	waiters map[*flow]*indexedHeap[*Permit]
+	waiters map[*flow]*indexedHeap[*job]
 	nwait   int
 }
 
