@@ -233,9 +233,12 @@ func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 	t.tier.running++
 	k.running++
 	if g := t.cfg.ConflictGroup; g != "" {
-		if r == nil {
+		switch {
+		case r == nil:
 			r = s.newResourceLocked()
 			s.resources[resKey{g, j.jobID}] = r
+		case r.holders == 0 && r.nwait == 0:
+			s.idleRes-- // an idle entry is in use again
 		}
 		r.holders++
 		j.res = r
@@ -303,6 +306,10 @@ func (s *Scheduler) releaseResourceLocked(j *job, now time.Time) {
 	if r.holders > 0 {
 		return
 	}
+	if r.nwait == 0 {
+		s.freeResourceLocked(resKey{j.typ.cfg.ConflictGroup, j.jobID}, r)
+		return
+	}
 	for f, h := range r.waiters {
 		j := h.Pop()
 		r.nwait--
@@ -329,13 +336,29 @@ func (s *Scheduler) newResourceLocked() *resource {
 	return &resource{}
 }
 
-// freeResourceLocked deletes an entry with no holder and no waiter and keeps
-// it (and its emptied waiter map) for reuse.
+// maxIdleResources bounds the conflict-table entries kept with no holder
+// and no waiter.
+const maxIdleResources = 4096
+
+// freeResourceLocked notes that an entry has no holder and no waiter. It
+// stays in the table, so the next job on the same resource (the common case:
+// popular repositories) costs no map insert and delete; once more than
+// maxIdleResources entries are idle, all of them are deleted in one sweep, so
+// the table's size stays bounded and the sweep costs O(1) per job amortized.
 func (s *Scheduler) freeResourceLocked(rk resKey, r *resource) {
-	delete(s.resources, rk)
-	if len(s.freeRes) < maxFreeFlows {
-		s.freeRes = append(s.freeRes, r)
+	s.idleRes++
+	if s.idleRes <= maxIdleResources {
+		return
 	}
+	for rk, r := range s.resources {
+		if r.holders == 0 && r.nwait == 0 {
+			delete(s.resources, rk)
+			if len(s.freeRes) < maxFreeFlows {
+				s.freeRes = append(s.freeRes, r)
+			}
+		}
+	}
+	s.idleRes = 0
 }
 
 // advanceVsysLocked keeps V_sys = max(V_sys, min start tag of running jobs).

@@ -167,9 +167,13 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			return fmt.Errorf("tier %d: queued %d, counted %d", tr.prio, tr.queued, tierQ[tr])
 		}
 	}
+	idle := 0
 	for rk, r := range s.resources {
-		if r.holders != resRun[rk] || r.holders+r.nwait == 0 {
+		if r.holders != resRun[rk] {
 			return fmt.Errorf("resource %v: holders %d (counted %d), waiting %d", rk, r.holders, resRun[rk], r.nwait)
+		}
+		if r.holders+r.nwait == 0 {
+			idle++
 		}
 		n := 0
 		for f, h := range r.waiters {
@@ -186,7 +190,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if n != r.nwait {
 			return fmt.Errorf("resource %v: nwait %d, counted %d", rk, r.nwait, n)
 		}
-		if r.holders > 0 {
+		if r.holders > 0 || r.nwait == 0 {
 			continue
 		}
 		// A free resource may keep parked jobs only while each of their flows
@@ -201,6 +205,9 @@ func (s *Scheduler) checkInvariantsLocked() error {
 					rk, f.key.name, f.typ.name, r.waiters[f].Len())
 			}
 		}
+	}
+	if idle != s.idleRes || idle > maxIdleResources {
+		return fmt.Errorf("%d idle resource entries, idleRes %d, bound %d", idle, s.idleRes, maxIdleResources)
 	}
 	return nil
 }

@@ -45,13 +45,14 @@ type Scheduler struct {
 	active    map[string]*keyState                // keys with queued or running jobs
 	keys      *simplelru.LRU[string, *keyState]   // all key state, bounded (idle keys may be evicted)
 	costs     *simplelru.LRU[costKey, *costEntry] // learned estimates, bounded
-	resources map[resKey]*resource                // held or waited-on resources
+	resources map[resKey]*resource                // held, waited-on or idle resources
 	running   indexedHeap[*job]                   // running jobs by start tag (V_sys)
 	promos    indexedHeap[*flow]                  // flows by next promotion instant
 	longest   indexedHeap[*keyState]              // keys with queued jobs, longest first
 	freeFlows []*flow                             // recycled flows, no jobs
 	freeRes   []*resource                         // recycled resources, no holder or waiter
 	freeJobs  []*job                              // records of released foreground permits
+	idleRes   int                                 // entries of resources with no holder and no waiter
 
 	inUse  int     // seats held == running.Len()
 	queued int     // queued and parked jobs, <= cfg.MaxQueue

@@ -244,7 +244,8 @@ type resKey struct {
 //
 // Invariants: holders is the number of running jobs on it (0 or 1); waiters
 // maps each flow with parked jobs on it to a non-empty heap of them, nwait
-// their total. An entry exists iff holders+nwait > 0. When holders == 0, every
+// their total. An entry with holders+nwait == 0 is idle: kept for reuse,
+// counted in Scheduler.idleRes, swept in bulk. When holders == 0, every
 // flow in waiters has a queued (ready) job on this resource — the one release
 // returned to it — so some job will take the resource or hand the turn on.
 type resource struct {
