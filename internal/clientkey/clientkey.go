@@ -1,0 +1,115 @@
+// Package clientkey holds what the gRPC and HTTP adapters share when they
+// turn a caller into a fairness key: client addresses grouped so that one
+// client cannot multiply its share by rotating addresses, trusted proxy
+// prefixes, and a bound on key length.
+//
+// Keys are namespaced by their source ("ip:", "spiffe:", "subject:",
+// "header:", "principal:"), so a value from one source can never collide
+// with, and so borrow the share of, a value from another.
+package clientkey
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+)
+
+// DefaultIPv6Prefix groups IPv6 clients by /64, the smallest block a site is
+// normally assigned: addresses inside it are one client.
+const DefaultIPv6Prefix = 64
+
+// DefaultMaxLen bounds keys; longer keys are hashed (see Bound).
+const DefaultMaxLen = 128
+
+// IP returns the key of a client address: "ip:" and the IPv4 address (an
+// IPv4-mapped IPv6 address is unmapped first), or the IPv6 address masked to
+// v6Prefix bits in CIDR form. v6Prefix outside [1, 128] means
+// DefaultIPv6Prefix. The zone is dropped.
+func IP(addr netip.Addr, v6Prefix int) string {
+	addr = addr.Unmap().WithZone("")
+	switch {
+	case !addr.IsValid():
+		return "ip:invalid"
+	case addr.Is4():
+		return "ip:" + addr.String()
+	}
+	if v6Prefix < 1 || v6Prefix > 128 {
+		v6Prefix = DefaultIPv6Prefix
+	}
+	p, _ := addr.Prefix(v6Prefix) // cannot fail for a valid IPv6 address and bits in range
+	return "ip:" + p.String()
+}
+
+// ParseAddr parses "host:port", "[v6]:port" or a bare address, as found in
+// net.Addr.String and http.Request.RemoteAddr. Host names are not resolved.
+func ParseAddr(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr(), true
+	}
+	if host, _, err := net.SplitHostPort(s); err == nil {
+		s = host
+	}
+	if len(s) > 1 && s[0] == '[' && s[len(s)-1] == ']' {
+		s = s[1 : len(s)-1]
+	}
+	a, err := netip.ParseAddr(s)
+	return a, err == nil
+}
+
+// Bound returns key if it is at most maxLen bytes, and otherwise its first
+// bytes up to the namespace separator followed by a SHA-256 digest, so that
+// distinct long keys stay distinct and the namespace stays readable. maxLen
+// below 80 means DefaultMaxLen.
+func Bound(key string, maxLen int) string {
+	if maxLen < 80 {
+		maxLen = DefaultMaxLen
+	}
+	if len(key) <= maxLen {
+		return key
+	}
+	ns := ""
+	if i := strings.IndexByte(key, ':'); i > 0 && i <= 16 {
+		ns = key[:i+1]
+	}
+	sum := sha256.Sum256([]byte(key))
+	return ns + "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Prefixes is a set of trusted network prefixes (proxies, load balancers).
+// The zero value trusts nothing. It is safe for concurrent reads.
+type Prefixes []netip.Prefix
+
+// ParsePrefixes parses CIDR prefixes ("10.0.0.0/8", "::1/128") or bare
+// addresses (a single host). The error names the bad entry.
+func ParsePrefixes(cidrs []string) (Prefixes, error) {
+	ps := make(Prefixes, 0, len(cidrs))
+	for _, c := range cidrs {
+		c = strings.TrimSpace(c)
+		if p, err := netip.ParsePrefix(c); err == nil {
+			ps = append(ps, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(c)
+		if err != nil {
+			return nil, fmt.Errorf("clientkey: trusted prefix %q is neither a CIDR prefix nor an address", c)
+		}
+		a = a.Unmap()
+		ps = append(ps, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return ps, nil
+}
+
+// Contains reports whether a is inside one of the prefixes.
+func (ps Prefixes) Contains(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,120 @@
+package clientkey
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestIP(t *testing.T) {
+	for _, tc := range []struct {
+		addr   string
+		prefix int
+		want   string
+	}{
+		{"203.0.113.7", 0, "ip:203.0.113.7"},
+		{"::ffff:203.0.113.7", 0, "ip:203.0.113.7"}, // IPv4-mapped: one client, one key
+		{"2001:db8:1:2:aaaa::1", 0, "ip:2001:db8:1:2::/64"},
+		{"2001:db8:1:2:bbbb::9", 64, "ip:2001:db8:1:2::/64"}, // same /64: same key
+		{"2001:db8:1:2:bbbb::9", 48, "ip:2001:db8:1::/48"},
+		{"2001:db8:1:2:bbbb::9", 128, "ip:2001:db8:1:2:bbbb::9/128"},
+		{"fe80::1%eth0", 0, "ip:fe80::/64"},
+		{"2001:db8::1", 999, "ip:2001:db8::/64"},
+	} {
+		if got := IP(netip.MustParseAddr(tc.addr), tc.prefix); got != tc.want {
+			t.Errorf("IP(%s, %d) = %q, want %q", tc.addr, tc.prefix, got, tc.want)
+		}
+	}
+	if got := IP(netip.Addr{}, 0); got != "ip:invalid" {
+		t.Errorf("IP(zero) = %q", got)
+	}
+}
+
+func TestParseAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"203.0.113.7:5555":         "203.0.113.7",
+		"203.0.113.7":              "203.0.113.7",
+		"[2001:db8::1]:443":        "2001:db8::1",
+		"2001:db8::1":              "2001:db8::1",
+		"[2001:db8::1]":            "2001:db8::1",
+		" 198.51.100.1 ":           "198.51.100.1",
+		"[fe80::1%eth0]:80":        "fe80::1%eth0",
+		"[::ffff:192.0.2.1]:12345": "::ffff:192.0.2.1",
+	} {
+		a, ok := ParseAddr(in)
+		if !ok || a.String() != want {
+			t.Errorf("ParseAddr(%q) = %v, %v; want %s", in, a, ok, want)
+		}
+	}
+	for _, bad := range []string{"", "example.com:80", "unix:/tmp/sock", "1.2.3", "[::1", "@"} {
+		if a, ok := ParseAddr(bad); ok {
+			t.Errorf("ParseAddr(%q) = %v, want failure", bad, a)
+		}
+	}
+}
+
+func TestBound(t *testing.T) {
+	short := "header:tenant-a"
+	if got := Bound(short, 0); got != short {
+		t.Errorf("Bound(short) = %q", got)
+	}
+	long := "header:" + strings.Repeat("x", 1000)
+	got := Bound(long, 0)
+	if len(got) > DefaultMaxLen || !strings.HasPrefix(got, "header:sha256:") {
+		t.Errorf("Bound(long) = %q (%d bytes)", got, len(got))
+	}
+	if Bound(long+"y", 0) == got {
+		t.Error("distinct long keys collide")
+	}
+	if got := Bound(strings.Repeat("z", 200), 100); len(got) > 100 || !strings.HasPrefix(got, "sha256:") {
+		t.Errorf("Bound without namespace = %q", got)
+	}
+}
+
+func TestPrefixes(t *testing.T) {
+	ps, err := ParsePrefixes([]string{"10.0.0.0/8", "192.0.2.1", "2001:db8::/32", "::ffff:198.51.100.0/120"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, want := range map[string]bool{
+		"10.1.2.3":          true,
+		"::ffff:10.1.2.3":   true,
+		"192.0.2.1":         true,
+		"192.0.2.2":         false,
+		"2001:db8:ffff::1":  true,
+		"2001:db9::1":       false,
+		"203.0.113.1":       false,
+		"fe80::1%eth0":      false,
+		"2001:db8::1%wlan0": true,
+	} {
+		if got := ps.Contains(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Contains(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	if _, err := ParsePrefixes([]string{"10.0.0.0/8", "nonsense"}); err == nil || !strings.Contains(err.Error(), `"nonsense"`) {
+		t.Errorf("ParsePrefixes(nonsense) = %v", err)
+	}
+	var none Prefixes
+	if none.Contains(netip.MustParseAddr("127.0.0.1")) {
+		t.Error("zero Prefixes trusts something")
+	}
+}
+
+func FuzzParseAndKey(f *testing.F) {
+	for _, s := range []string{"203.0.113.7:80", "[2001:db8::1]:443", "::ffff:1.2.3.4", "fe80::1%eth0", "", "\xff\xfe", "[::1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, ok := ParseAddr(s)
+		if !ok {
+			return
+		}
+		k := IP(a, 0)
+		if !strings.HasPrefix(k, "ip:") || len(k) > 64 {
+			t.Fatalf("IP(%v) = %q", a, k)
+		}
+		if IP(a.Unmap(), 0) != k {
+			t.Fatalf("mapped and unmapped %v give different keys", a)
+		}
+	})
+}
