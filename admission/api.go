@@ -181,6 +181,15 @@ func (s *Scheduler) Submit(t JobType, jobID string, fn func(context.Context) err
 	return err
 }
 
+// CountExempt records a request that a transport let bypass admission (a
+// health check, a metrics scrape): it takes no seat and never waits, but
+// operators see it in Snapshot().Counters.Exempt.
+func (s *Scheduler) CountExempt() {
+	s.mu.Lock()
+	s.counters.Exempt++
+	s.mu.Unlock()
+}
+
 // expire ends a background job still queued after its type's MaxWait.
 func (s *Scheduler) expire(j *job) {
 	now := s.now()

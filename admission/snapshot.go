@@ -23,6 +23,7 @@ type Counters struct {
 	Dropped             uint64 // background jobs never run because Close's context ended
 	AgingPromotions     uint64 // aging promotions carried by admitted jobs
 	UrgentAdmissions    uint64 // jobs admitted while urgent
+	Exempt              uint64 // requests a transport let bypass admission (CountExempt)
 }
 
 // Snapshot is a point-in-time copy of the scheduler's state, for debugging
