@@ -212,7 +212,11 @@ func (s *Scheduler) parkLocked(j *job, r *resource, now time.Time) {
 // if one exists (it is free).
 func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 	f, k, t := j.flow, j.key, j.typ
-	j.eff, j.urgent, j.promoted = f.eff, f.urgent, f.promoted
+	// The flow's rank orders it; the job's own record is computed afresh,
+	// since a flow whose rank can no longer change (urgent, or at the
+	// ceiling) is not re-ranked as it keeps aging.
+	rk := rankAt(s.cfg.Aging, t.cfg.Priority, j.agingStart, now)
+	j.eff, j.urgent, j.promoted = rk.eff, rk.urgent, rk.promoted
 	f.jobs.Remove(j.idx)
 	j.flow = nil
 	k.unlinkJob(j)
@@ -281,6 +285,14 @@ func (s *Scheduler) finishLocked(j *job, now time.Time, observed time.Duration, 
 		s.learnLocked(j, obs, now)
 		s.counters.Completed++
 	}
+	if k.capped && k.running < k.policy.MaxInFlight {
+		k.capped = false
+	}
+	// k's virtual time and MinSeats status changed: its flows must be back in
+	// order before anything else (the resource release below) pushes or
+	// fixes flows in the same type heaps, or those heap operations would sift
+	// against stale positions and break the heap.
+	s.keyChangedLocked(k, now)
 	if j.res != nil {
 		s.releaseResourceLocked(j, now)
 	}
@@ -288,10 +300,6 @@ func (s *Scheduler) finishLocked(j *job, now time.Time, observed time.Duration, 
 		s.bgRunning--
 		s.backgroundChangedLocked()
 	}
-	if k.capped && k.running < k.policy.MaxInFlight {
-		k.capped = false
-	}
-	s.keyChangedLocked(k, now)
 	s.maybeIdleLocked(k, now)
 }
 
@@ -369,7 +377,9 @@ func (s *Scheduler) advanceVsysLocked() {
 }
 
 // keyChangedLocked re-sorts k's flows after its virtual time, MinSeats status
-// or cap changed.
+// or cap changed. Call it right after the change, before any other heap
+// operation: k's flows sit in several type heaps, and a heap whose element's
+// key changed without a Fix is only a heap again once that Fix is done.
 func (s *Scheduler) keyChangedLocked(k *keyState, now time.Time) {
 	for _, f := range k.flows {
 		s.syncFlowLocked(f, now)
