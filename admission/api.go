@@ -10,7 +10,8 @@ import (
 // Acquire waits for a seat for r and returns a Permit holding it; the caller
 // must call Permit.Release exactly once when the work is done.
 //
-// Acquire fails at once with ctx.Err() if ctx is already done, with an error
+// Acquire fails at once with ctx.Err() if ctx is already done (and with
+// ErrInvalidConfig if it is nil), with an error
 // wrapping ErrUnknownJobType for an unregistered type, and with a
 // *RejectedError (ErrQueueFull, ErrClosed) when the request cannot be queued.
 // While it waits, it returns ctx.Err() if ctx ends, a *RejectedError wrapping
@@ -18,6 +19,9 @@ import (
 // pushed it out, and ErrClosed if the scheduler closes. On every error the
 // request has left the queue and holds no seat.
 func (s *Scheduler) Acquire(ctx context.Context, r Request) (*Permit, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: Acquire: nil context", ErrInvalidConfig)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

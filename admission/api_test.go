@@ -70,6 +70,17 @@ func TestUnknownTypeAndNilFn(t *testing.T) {
 
 // TestCancelledContext: a done context fails at once and leaves the
 // scheduler unchanged.
+func TestNilContext(t *testing.T) {
+	s := newTestScheduler(t, Config{Capacity: 1}, JobTypeConfig{}, JobTypeConfig{})
+	if _, err := s.Acquire(nil, Request{Type: "fg"}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "nil context") {
+		t.Errorf("Acquire(nil) = %v", err)
+	}
+	if err := s.RunSync(nil, "fg", "x", "k", func(context.Context) error { return nil }); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("RunSync(nil) = %v", err)
+	}
+	must(t, s.Close(nil))
+}
+
 func TestCancelledContext(t *testing.T) {
 	s := newTestScheduler(t, Config{Capacity: 1}, JobTypeConfig{}, JobTypeConfig{})
 	ctx, cancel := context.WithCancel(t.Context())

@@ -16,8 +16,12 @@ import (
 // Close returns nil when all background work ran, and otherwise an error
 // wrapping ctx.Err() that says how much was dropped. Permits from Acquire are
 // not waited for; releasing them after Close is fine. Calling Close again
-// waits for the first call and returns ErrClosed.
+// waits for the first call and returns ErrClosed. A nil ctx waits as
+// context.Background() does.
 func (s *Scheduler) Close(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	now := s.now()
 	s.mu.Lock()
 	if s.closing {

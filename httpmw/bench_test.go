@@ -1,0 +1,73 @@
+package httpmw
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/fairseat/fairseat/admission"
+)
+
+// BenchmarkMiddleware compares a tagged route behind the middleware with the
+// bare handler, serving one request at a time (low load: every request is
+// admitted at once), so the difference is the middleware's own cost: key
+// derivation, job ID, Acquire and Release.
+func BenchmarkMiddleware(b *testing.B) {
+	s, err := admission.New(admission.Config{Capacity: 64})
+	must(b, err)
+	must(b, s.RegisterType("clone", admission.JobTypeConfig{ConflictGroup: "git", Priority: 64}))
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	bare := http.NewServeMux()
+	bare.Handle("POST /repos/{repo}/clone", ok)
+	tagged := http.NewServeMux()
+	tagged.Handle("POST /repos/{repo}/clone", Tag("clone", PathValue("repo"), ok))
+	for _, bc := range []struct {
+		name string
+		h    http.Handler
+	}{{"handler=bare", bare}, {"handler=fairseat", Middleware(s)(tagged)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := httptest.NewRequest("POST", "/repos/linux/clone", nil)
+			r.RemoteAddr = "203.0.113.7:5555"
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			for b.Loop() {
+				bc.h.ServeHTTP(w, r)
+			}
+		})
+	}
+	must(b, s.Close(b.Context()))
+}
+
+// BenchmarkMiddlewareLoopback is the same comparison through a real server
+// and client over loopback with keep-alive: the overhead a deployment sees.
+func BenchmarkMiddlewareLoopback(b *testing.B) {
+	s, err := admission.New(admission.Config{Capacity: 64})
+	must(b, err)
+	must(b, s.RegisterType("clone", admission.JobTypeConfig{ConflictGroup: "git", Priority: 64}))
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	bare := http.NewServeMux()
+	bare.Handle("POST /repos/{repo}/clone", ok)
+	tagged := http.NewServeMux()
+	tagged.Handle("POST /repos/{repo}/clone", Tag("clone", PathValue("repo"), ok))
+	for _, bc := range []struct {
+		name string
+		h    http.Handler
+	}{{"handler=bare", bare}, {"handler=fairseat", Middleware(s)(tagged)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			srv := httptest.NewServer(bc.h)
+			defer srv.Close()
+			client := srv.Client()
+			url := srv.URL + "/repos/linux/clone"
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := client.Post(url, "text/plain", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			client.CloseIdleConnections()
+		})
+	}
+	must(b, s.Close(b.Context()))
+}

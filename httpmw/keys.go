@@ -1,0 +1,115 @@
+package httpmw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/fairseat/fairseat/internal/clientkey"
+)
+
+// A KeyFunc derives a request's fairness key. A source that does not apply
+// to the request (no client certificate, an untrusted peer) returns "" and
+// no error, so that [FirstOf] tries the next one.
+type KeyFunc func(*http.Request) (string, error)
+
+// ErrNoKey is returned (wrapped) by FirstOf when no source produced a key.
+var ErrNoKey = errors.New("httpmw: no fairness key for the request")
+
+// FirstOf returns the key of the first source that produces a non-empty key
+// without error. If none does, it returns an error wrapping ErrNoKey and the
+// sources' errors.
+func FirstOf(sources ...KeyFunc) KeyFunc {
+	return func(r *http.Request) (string, error) {
+		var errs []error
+		for _, f := range sources {
+			k, err := f(r)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if k != "" {
+				return k, nil
+			}
+		}
+		return "", errors.Join(append([]error{ErrNoKey}, errs...)...)
+	}
+}
+
+// ClientCert keys a request by its verified TLS client certificate: the
+// leaf's SPIFFE ID ("spiffe:spiffe://trust.domain/path") if it has one, else
+// its subject ("subject:CN=..."). It returns "" for requests without a
+// client certificate.
+func ClientCert() KeyFunc {
+	return func(r *http.Request) (string, error) {
+		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+			return "", nil
+		}
+		leaf := r.TLS.PeerCertificates[0]
+		for _, u := range leaf.URIs {
+			if u.Scheme == "spiffe" {
+				return "spiffe:" + u.String(), nil
+			}
+		}
+		return "subject:" + leaf.Subject.String(), nil
+	}
+}
+
+// Principal keys a request by an identity the application's authentication
+// put in the request context; get returns it and whether there is one.
+func Principal(get func(context.Context) (string, bool)) KeyFunc {
+	return func(r *http.Request) (string, error) {
+		if id, ok := get(r.Context()); ok && id != "" {
+			return "principal:" + id, nil
+		}
+		return "", nil
+	}
+}
+
+// TrustedHeader keys a request by the value of header name (a tenant ID set
+// by a gateway) — only when the immediate peer is inside trusted. From any
+// other peer the header is ignored and "" returned, so clients cannot choose
+// their own key.
+func TrustedHeader(name string, trusted []netip.Prefix) KeyFunc {
+	ps := clientkey.Prefixes(trusted)
+	ns := "header:" + strings.ToLower(name) + ":"
+	return func(r *http.Request) (string, error) {
+		peer, ok := clientkey.ParseAddr(r.RemoteAddr)
+		if !ok || !ps.Contains(peer) {
+			return "", nil
+		}
+		if v := r.Header.Get(name); v != "" {
+			return ns + v, nil
+		}
+		return "", nil
+	}
+}
+
+// ClientIP keys a request by its client's IP address ("ip:203.0.113.7",
+// "ip:2001:db8:1:2::/64"). The address is the immediate peer's
+// (r.RemoteAddr) unless that peer is inside trustedProxies: then the
+// Forwarded or X-Forwarded-For header is walked from the right, through
+// trusted hops, to the first untrusted one, which is the client (see
+// [ForwardedClient]). IPv6 addresses are grouped by v6Prefix bits (values
+// outside [1, 128] mean /64).
+func ClientIP(trustedProxies []netip.Prefix, v6Prefix int) KeyFunc {
+	ps := clientkey.Prefixes(trustedProxies)
+	return func(r *http.Request) (string, error) {
+		peer, ok := clientkey.ParseAddr(r.RemoteAddr)
+		if !ok {
+			return "", fmt.Errorf("httpmw: client IP: RemoteAddr %q is not an IP address", bounded(r.RemoteAddr))
+		}
+		return clientkey.IP(ForwardedClient(peer, r.Header, ps), v6Prefix), nil
+	}
+}
+
+// bounded shortens hostile input quoted in error messages.
+func bounded(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
