@@ -239,7 +239,7 @@ func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 	if g := t.cfg.ConflictGroup; g != "" {
 		switch {
 		case r == nil:
-			r = s.newResourceLocked()
+			r = s.freeRes.get()
 			s.resources[resKey{g, j.jobID}] = r
 		case r.holders == 0 && r.nwait == 0:
 			s.idleRes-- // an idle entry is in use again
@@ -334,16 +334,6 @@ func (s *Scheduler) releaseResourceLocked(j *job, now time.Time) {
 	}
 }
 
-func (s *Scheduler) newResourceLocked() *resource {
-	if n := len(s.freeRes); n > 0 {
-		r := s.freeRes[n-1]
-		s.freeRes[n-1] = nil
-		s.freeRes = s.freeRes[:n-1]
-		return r
-	}
-	return &resource{}
-}
-
 // maxIdleResources bounds the conflict-table entries kept with no holder
 // and no waiter.
 const maxIdleResources = 4096
@@ -361,9 +351,7 @@ func (s *Scheduler) freeResourceLocked(rk resKey, r *resource) {
 	for rk, r := range s.resources {
 		if r.holders == 0 && r.nwait == 0 {
 			delete(s.resources, rk)
-			if len(s.freeRes) < maxFreeFlows {
-				s.freeRes = append(s.freeRes, r)
-			}
+			s.freeRes.put(r)
 		}
 	}
 	s.idleRes = 0
@@ -439,21 +427,14 @@ func (s *Scheduler) unreadyLocked(t *typeState) {
 }
 
 func (s *Scheduler) newFlowLocked(k *keyState, t *typeState) *flow {
-	var f *flow
-	if n := len(s.freeFlows); n > 0 {
-		f = s.freeFlows[n-1]
-		s.freeFlows[n-1] = nil
-		s.freeFlows = s.freeFlows[:n-1]
-	} else {
-		f = &flow{jobs: newJobHeap()}
+	f := s.freeFlows.get()
+	if f.jobs.less == nil { // new, not recycled
+		f.jobs = newJobHeap()
 	}
 	f.key, f.typ, f.typIdx, f.promoIdx = k, t, -1, -1
 	k.flows = append(k.flows, f)
 	return f
 }
-
-// maxFreeFlows bounds the recycled flows kept for reuse.
-const maxFreeFlows = 1024
 
 func (s *Scheduler) freeFlowLocked(f *flow) {
 	k := f.key
@@ -467,9 +448,7 @@ func (s *Scheduler) freeFlowLocked(f *flow) {
 		}
 	}
 	f.key, f.typ = nil, nil
-	if len(s.freeFlows) < maxFreeFlows {
-		s.freeFlows = append(s.freeFlows, f)
-	}
+	s.freeFlows.put(f)
 }
 
 // queuedChangedLocked keeps k's place in the longest-queue heap.

@@ -304,6 +304,18 @@ func TestScenario2NewClientAheadOfBacklog(t *testing.T) {
 	})
 }
 
+// scnSeedS3Costs gives scenario 3's repositories the costs the sim assigns
+// them, as if earlier runs had measured them: linux 100s, small1-8 5s,
+// med1-2 20s.
+func scnSeedS3Costs(s *Scheduler) {
+	scnSeedCost(s, "sync-clone", "linux", 100*time.Second)
+	for i := 1; i <= 8; i++ {
+		scnSeedCost(s, "sync-clone", fmt.Sprintf("small%d", i), 5*time.Second)
+	}
+	scnSeedCost(s, "sync-clone", "med1", 20*time.Second)
+	scnSeedCost(s, "sync-clone", "med2", 20*time.Second)
+}
+
 // TestScenario3CostAware (seed s3, as in the sim): client A clones linux
 // (cost 100) and client B eight small repositories (cost 5) at t=0; client C
 // two medium ones (cost 20) at t=5. The expensive clone is charged 100 at
@@ -315,12 +327,7 @@ func TestScenario2NewClientAheadOfBacklog(t *testing.T) {
 func TestScenario3CostAware(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := scnMake(t, 8, 10*time.Second, 20*time.Second, 10*time.Second)
-		scnSeedCost(s, "sync-clone", "linux", 100*time.Second)
-		for i := 1; i <= 8; i++ {
-			scnSeedCost(s, "sync-clone", fmt.Sprintf("small%d", i), 5*time.Second)
-		}
-		scnSeedCost(s, "sync-clone", "med1", 20*time.Second)
-		scnSeedCost(s, "sync-clone", "med2", 20*time.Second)
+		scnSeedS3Costs(s)
 		jobs := slices.Concat(
 			[]scnJob{{at: 0, typ: "sync-clone", id: "linux", key: "clientA", dur: 15 * time.Second}},
 			scnRange("sync-clone", "small", 1, 8, 0, "clientB", 2*time.Second),
@@ -375,12 +382,7 @@ func scnVirtual(snap Snapshot) map[string]float64 {
 func TestScenario3CostAwareUnderContention(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := scnMake(t, 4, 10*time.Second, 20*time.Second, 10*time.Second)
-		scnSeedCost(s, "sync-clone", "linux", 100*time.Second)
-		for i := 1; i <= 8; i++ {
-			scnSeedCost(s, "sync-clone", fmt.Sprintf("small%d", i), 5*time.Second)
-		}
-		scnSeedCost(s, "sync-clone", "med1", 20*time.Second)
-		scnSeedCost(s, "sync-clone", "med2", 20*time.Second)
+		scnSeedS3Costs(s)
 		jobs := slices.Concat(
 			[]scnJob{{at: 0, typ: "sync-clone", id: "linux", key: "clientA", dur: 15 * time.Second}},
 			scnRange("sync-clone", "a", 1, 6, 0, "clientA", 4*time.Second),

@@ -49,9 +49,9 @@ type Scheduler struct {
 	running   indexedHeap[*job]                   // running jobs by start tag (V_sys)
 	promos    indexedHeap[*flow]                  // flows by next promotion instant
 	longest   indexedHeap[*keyState]              // keys with queued jobs, longest first
-	freeFlows []*flow                             // recycled flows, no jobs
-	freeRes   []*resource                         // recycled resources, no holder or waiter
-	freeJobs  []*job                              // records of released foreground permits
+	freeFlows freeList[flow]                      // recycled flows, no jobs
+	freeRes   freeList[resource]                  // recycled conflict entries, no holder or waiter
+	freeJobs  freeList[job]                       // records of released foreground permits
 	idleRes   int                                 // entries of resources with no holder and no waiter
 
 	inUse  int     // seats held == running.Len()
@@ -87,6 +87,9 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		running:   indexedHeap[*job]{less: lowerStartTag, index: jobIndex},
 		promos:    indexedHeap[*flow]{less: earlierPromo, index: flowPromoIndex},
 		longest:   indexedHeap[*keyState]{less: longerQueue, index: keyLongIndex},
+		freeFlows: freeList[flow]{max: maxFree},
+		freeRes:   freeList[resource]{max: maxFree},
+		freeJobs:  freeList[job]{max: maxFree},
 	}
 	if s.keys, err = simplelru.NewLRU[string, *keyState](c.MaxKeys, nil); err != nil {
 		return nil, fmt.Errorf("%w: MaxKeys: %v", ErrInvalidConfig, err)
@@ -150,28 +153,17 @@ func (s *Scheduler) typeLocked(t JobType) (*typeState, error) {
 	return ts, nil
 }
 
-// maxFreeJobs bounds the job records kept for reuse.
-const maxFreeJobs = 1024
+// maxFree bounds each list of records kept for reuse.
+const maxFree = 1024
 
 // newJobLocked returns a zeroed job record, reused when one is free.
-func (s *Scheduler) newJobLocked() *job {
-	if n := len(s.freeJobs); n > 0 {
-		j := s.freeJobs[n-1]
-		s.freeJobs[n-1] = nil
-		s.freeJobs = s.freeJobs[:n-1]
-		return j
-	}
-	return &job{}
-}
+func (s *Scheduler) newJobLocked() *job { return s.freeJobs.get() }
 
 // freeJobLocked recycles the record of a released foreground permit. The
 // generation moves on, so the old Permit handle can no longer release it.
 func (s *Scheduler) freeJobLocked(j *job) {
-	if len(s.freeJobs) >= maxFreeJobs {
-		return
-	}
 	*j = job{gen: j.gen + 1}
-	s.freeJobs = append(s.freeJobs, j)
+	s.freeJobs.put(j)
 }
 
 // foldIdentifier bounds fairness keys and job IDs (see MaxIdentifierLen).
