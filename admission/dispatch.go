@@ -395,8 +395,11 @@ func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
 		}
 		return
 	}
-	r := rankAt(s.cfg.Aging, t.cfg.Priority, f.jobs.Top().agingStart, now)
+	head := f.jobs.Top()
+	r := rankAt(s.cfg.Aging, t.cfg.Priority, head.agingStart, now)
 	f.eff, f.urgent, f.promoted, f.promoAt = r.eff, r.urgent, r.promoted, r.next
+	f.v, f.belowMin = f.key.v, f.key.belowMin()
+	f.headAt, f.headSeq = head.agingStart.UnixNano(), head.seq
 	if f.typIdx >= 0 {
 		t.flows.Fix(f.typIdx)
 	} else {

@@ -57,7 +57,7 @@ type Scheduler struct {
 	inUse  int     // seats held == running.Len()
 	queued int     // queued and parked jobs, <= cfg.MaxQueue
 	vsys   float64 // V_sys, never decreases
-	seq    uint64  // last assigned sequence number
+	seq    uint64  // last assigned job sequence number
 
 	bgQueued, bgRunning int           // background jobs queued and running
 	closing             bool          // Close was called
