@@ -1,0 +1,231 @@
+package interceptors
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/realip"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+
+	"github.com/fairseat/fairseat/internal/clientkey"
+)
+
+// A KeyFunc returns the fairness key of a call: who the caller is, for the
+// scheduler's fair sharing. A source that does not apply to the call (no
+// client certificate, an untrusted peer, no principal) returns "" and no
+// error, so that FirstOf tries the next one; an error means the call
+// carries something the source cannot read. The interceptors bound the key
+// they get (see WithMaxKeyLen) and reject a call whose KeyFunc returns an
+// error or "" (with the error's status if it is a gRPC status error, else
+// codes.InvalidArgument): the empty key is the key of the scheduler's
+// background jobs, never a caller's.
+//
+// The keys are those of the HTTP middleware (package httpmw), so that a
+// caller reaching one scheduler through both transports is one caller. A
+// KeyFunc is called concurrently, from every call's goroutine; those of this
+// package are safe for that.
+type KeyFunc func(ctx context.Context) (string, error)
+
+// ErrNoKey is returned (wrapped) when no fairness key could be derived for
+// a call: by FirstOf when no source produced one, and by the interceptors
+// when their KeyFunc returned "".
+var ErrNoKey = errors.New("interceptors: no fairness key for the call")
+
+// errNoIP is made once: ClientIP fails with it on every call over a
+// transport without IP addresses.
+var errNoIP = errors.New("interceptors: client IP: the peer has no IP address")
+
+// FirstOf returns a KeyFunc that tries fs in order and returns the first
+// non-empty key produced without error. If none is, it returns an error
+// wrapping ErrNoKey and the sources' errors. Nil entries are skipped.
+func FirstOf(fs ...KeyFunc) KeyFunc {
+	fs = append([]KeyFunc(nil), fs...)
+	return func(ctx context.Context) (string, error) {
+		var errs []error
+		for _, f := range fs {
+			if f == nil {
+				continue
+			}
+			k, err := f(ctx)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if k != "" {
+				return k, nil
+			}
+		}
+		return "", errors.Join(append([]error{ErrNoKey}, errs...)...)
+	}
+}
+
+// Principal returns a KeyFunc for the authenticated identity that an
+// authentication interceptor (go-grpc-middleware's auth, run before this
+// package's interceptors) stored in the context: get reads it back. The key
+// is "principal:" and the identity.
+func Principal(get func(ctx context.Context) (string, bool)) KeyFunc {
+	if get == nil {
+		panic("interceptors: Principal: nil getter")
+	}
+	return func(ctx context.Context) (string, error) {
+		if id, ok := get(ctx); ok && id != "" {
+			return "principal:" + id, nil
+		}
+		return "", nil
+	}
+}
+
+// ClientCert returns a KeyFunc for the mTLS client: "spiffe:" and its SPIFFE
+// ID when its leaf certificate has exactly one URI SAN and it is a spiffe://
+// URI (an X.509 SVID), else "subject:" and the leaf's subject
+// distinguished name. Only a certificate the TLS handshake verified counts
+// (tls.RequireAndVerifyClientCert or tls.VerifyClientCertIfGiven): an
+// unverified one can claim any name. Without one it returns "".
+func ClientCert() KeyFunc {
+	return func(ctx context.Context) (string, error) {
+		p, ok := peer.FromContext(ctx)
+		if !ok {
+			return "", nil
+		}
+		var chains [][]*x509.Certificate
+		switch ti := p.AuthInfo.(type) {
+		case credentials.TLSInfo:
+			chains = ti.State.VerifiedChains
+		case *credentials.TLSInfo:
+			chains = ti.State.VerifiedChains
+		}
+		if len(chains) == 0 || len(chains[0]) == 0 {
+			return "", nil
+		}
+		leaf := chains[0][0]
+		if len(leaf.URIs) == 1 && strings.EqualFold(leaf.URIs[0].Scheme, "spiffe") && leaf.URIs[0].Host != "" {
+			return "spiffe:" + leaf.URIs[0].String(), nil
+		}
+		if subj := leaf.Subject.String(); subj != "" {
+			return "subject:" + subj, nil
+		}
+		return "", nil
+	}
+}
+
+// ClientIP returns a KeyFunc for the client's IP address: the address that
+// go-grpc-middleware's realip interceptor found, when it ran before this
+// package's interceptors, else the transport peer's. (realip believes
+// forwarding headers only from the trusted peers it is given; this function
+// never reads them.) IPv4-mapped IPv6 addresses are unmapped, and IPv6
+// addresses are grouped by their first v6Prefix bits (values outside
+// [1, 128] mean 64), so that a client cannot multiply its share by rotating
+// through the addresses it owns. The key is "ip:" and the address, or the
+// prefix in CIDR form ("ip:203.0.113.7", "ip:2001:db8:1:2::/64"). A peer
+// without an IP address (a Unix socket) is an error.
+func ClientIP(v6Prefix int) KeyFunc {
+	return func(ctx context.Context) (string, error) {
+		if a, ok := realip.FromContext(ctx); ok && a.IsValid() {
+			return clientkey.IP(a, v6Prefix), nil
+		}
+		if a, ok := peerAddr(ctx); ok {
+			return clientkey.IP(a, v6Prefix), nil
+		}
+		return "", errNoIP
+	}
+}
+
+// peerAddr returns the IP address of the transport peer, without
+// allocating for the usual *net.TCPAddr.
+func peerAddr(ctx context.Context) (netip.Addr, bool) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return netip.Addr{}, false
+	}
+	switch a := p.Addr.(type) {
+	case *net.TCPAddr:
+		return netip.AddrFromSlice(a.IP)
+	case *net.UDPAddr:
+		return netip.AddrFromSlice(a.IP)
+	}
+	return clientkey.ParseAddr(p.Addr.String())
+}
+
+// TrustedMetadata returns a KeyFunc for a metadata value that names the
+// caller ("x-tenant-id"), set by a proxy or gateway that authenticated it.
+// The value is believed only when trusted says the call comes from such a
+// peer (see PeerIn); from any other peer the metadata is ignored, since a
+// client could put any name there. A missing or empty value, or one given
+// more than once (a proxy that appends instead of replacing), gives "". The
+// key is "header:", the lower-case key, ":" and the value
+// ("header:x-tenant-id:acme"), as httpmw.TrustedHeader's.
+func TrustedMetadata(key string, trusted func(ctx context.Context) bool) KeyFunc {
+	if trusted == nil {
+		panic("interceptors: TrustedMetadata: nil trusted-peer predicate")
+	}
+	key = strings.ToLower(key)
+	ns := "header:" + key + ":"
+	return func(ctx context.Context) (string, error) {
+		if !trusted(ctx) {
+			return "", nil
+		}
+		if vs := metadata.ValueFromIncomingContext(ctx, key); len(vs) == 1 && vs[0] != "" {
+			return ns + vs[0], nil
+		}
+		return "", nil
+	}
+}
+
+// PeerIn returns a predicate for TrustedMetadata: the transport peer's IP
+// address is inside one of prefixes. It judges the immediate peer, never an
+// address from forwarding headers. With no prefixes it trusts nobody.
+func PeerIn(prefixes ...netip.Prefix) func(ctx context.Context) bool {
+	ps := make(clientkey.Prefixes, len(prefixes))
+	for i, p := range prefixes {
+		ps[i] = p.Masked()
+	}
+	return func(ctx context.Context) bool {
+		a, ok := peerAddr(ctx)
+		return ok && ps.Contains(a)
+	}
+}
+
+// boundKey makes a key safe to store and print: at most maxLen bytes (see
+// clientkey.Bound) and valid UTF-8 without control characters. A key that
+// is too long or not printable is replaced by its namespace and a SHA-256
+// digest, so distinct keys stay distinct.
+func boundKey(key string, maxLen int) string {
+	if printable(key) {
+		return clientkey.Bound(key, maxLen)
+	}
+	ns := ""
+	if i := strings.IndexByte(key, ':'); i > 0 && i <= 16 && printable(key[:i]) {
+		ns = key[:i+1]
+	}
+	sum := sha256.Sum256([]byte(key))
+	return ns + "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return false
+		} else if c >= utf8.RuneSelf {
+			return printableUTF8(s[i:])
+		}
+	}
+	return true
+}
+
+func printableUTF8(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || r < 0x20 || (r >= 0x7f && r < 0xa0) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,113 @@
+package interceptors
+
+import (
+	"context"
+	"maps"
+
+	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/internal/clientkey"
+)
+
+// An Option configures the interceptors. Nil options are ignored; when an
+// option is given twice the last one wins, except WithRoutes, whose tables
+// are merged.
+type Option interface{ apply(*options) }
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+type options struct {
+	routes    Routes
+	fallback  *Route
+	key       KeyFunc
+	maxKeyLen int
+	exempt    func(ctx context.Context, fullMethod string) bool
+	status    StatusFunc
+}
+
+// WithRoutes adds routes: which methods wait for a seat, under which job
+// type, with which job ID. Methods without a route pass through unless
+// WithDefaultRoute is set. Malformed patterns make the interceptor
+// constructors panic.
+func WithRoutes(rs Routes) Option {
+	return optionFunc(func(o *options) {
+		if o.routes == nil {
+			o.routes = make(Routes, len(rs))
+		}
+		maps.Copy(o.routes, rs)
+	})
+}
+
+// WithDefaultRoute admits calls to methods that have no route as r says.
+// Without it such calls pass through without waiting.
+func WithDefaultRoute(r Route) Option {
+	return optionFunc(func(o *options) { o.fallback = &r })
+}
+
+// WithKeyFunc sets how a call's fairness key is derived. The default is
+// FirstOf(ClientCert(), ClientIP(64)): the mTLS client's SPIFFE ID or
+// certificate subject, else its IP address.
+func WithKeyFunc(f KeyFunc) Option {
+	return optionFunc(func(o *options) { o.key = f })
+}
+
+// WithMaxKeyLen bounds fairness keys: longer keys are replaced by their
+// source namespace and a SHA-256 digest. Values below 80 mean the default,
+// 128 bytes.
+func WithMaxKeyLen(n int) Option {
+	return optionFunc(func(o *options) { o.maxKeyLen = n })
+}
+
+// WithExempt lets calls for which match returns true bypass admission:
+// they never wait and take no seat, and each is counted in the scheduler's
+// Counters.Exempt (Scheduler.CountExempt). Health checks
+// (/grpc.health.v1.Health/*) are exempt whether or not match says so. See
+// MatchMethods.
+func WithExempt(match func(ctx context.Context, fullMethod string) bool) Option {
+	return optionFunc(func(o *options) { o.exempt = match })
+}
+
+// WithStatusFunc replaces DefaultStatus, the mapping from admission errors
+// to the status the client gets.
+func WithStatusFunc(f StatusFunc) Option {
+	return optionFunc(func(o *options) { o.status = f })
+}
+
+// config is built once per interceptor and only read afterwards, so the
+// interceptors are safe for concurrent use.
+type config struct {
+	sched     *admission.Scheduler
+	routes    routeTable
+	key       KeyFunc
+	maxKeyLen int
+	exempt    func(ctx context.Context, fullMethod string) bool // nil: only health checks
+	status    StatusFunc
+}
+
+func newConfig(s *admission.Scheduler, opts []Option) *config {
+	if s == nil {
+		panic("interceptors: nil *admission.Scheduler")
+	}
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	c := &config{
+		sched:     s,
+		routes:    compileRoutes(o.routes, o.fallback),
+		key:       o.key,
+		maxKeyLen: o.maxKeyLen,
+		exempt:    o.exempt,
+		status:    o.status,
+	}
+	if c.key == nil {
+		c.key = FirstOf(ClientCert(), ClientIP(clientkey.DefaultIPv6Prefix))
+	}
+	if c.status == nil {
+		c.status = DefaultStatus
+	}
+	return c
+}
