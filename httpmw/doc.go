@@ -12,8 +12,10 @@
 // # Who is the caller
 //
 // The fairness key comes from a [KeyFunc]. The default is
-// FirstOf(ClientCert(), ClientIP(nil, 64)): the mTLS client's SPIFFE ID (else
-// its certificate subject), else its IP address. Forwarding headers
+// FirstOf(ClientCert(), ClientIP(nil, 64)): the verified mTLS client's
+// SPIFFE ID (else its certificate subject), else its IP address. A KeyFunc
+// that yields no key rejects the request (400): the empty key belongs to
+// background jobs. Forwarding headers
 // (X-Forwarded-For, Forwarded) are believed only when the immediate peer is
 // inside trusted proxy prefixes ([ClientIP]); a header that names the tenant
 // is believed only from trusted peers ([TrustedHeader]). IPv6 clients are

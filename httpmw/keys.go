@@ -40,19 +40,20 @@ func FirstOf(sources ...KeyFunc) KeyFunc {
 }
 
 // ClientCert keys a request by its verified TLS client certificate: the
-// leaf's SPIFFE ID ("spiffe:spiffe://trust.domain/path") if it has one, else
-// its subject ("subject:CN=..."). It returns "" for requests without a
-// client certificate.
+// leaf's SPIFFE ID ("spiffe:spiffe://trust.domain/path") when it carries
+// exactly one URI SAN with the spiffe scheme, as an X.509-SVID does, else its
+// subject ("subject:CN=..."). Only chains the server verified count
+// (r.TLS.VerifiedChains): under tls.RequestClientCert or
+// RequireAnyClientCert a client could present any certificate, and so claim
+// any identity. It returns "" when there is no verified client certificate.
 func ClientCert() KeyFunc {
 	return func(r *http.Request) (string, error) {
-		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
 			return "", nil
 		}
-		leaf := r.TLS.PeerCertificates[0]
-		for _, u := range leaf.URIs {
-			if u.Scheme == "spiffe" {
-				return "spiffe:" + u.String(), nil
-			}
+		leaf := r.TLS.VerifiedChains[0][0]
+		if len(leaf.URIs) == 1 && leaf.URIs[0].Scheme == "spiffe" {
+			return "spiffe:" + leaf.URIs[0].String(), nil
 		}
 		return "subject:" + leaf.Subject.String(), nil
 	}
@@ -70,9 +71,9 @@ func Principal(get func(context.Context) (string, bool)) KeyFunc {
 }
 
 // TrustedHeader keys a request by the value of header name (a tenant ID set
-// by a gateway) — only when the immediate peer is inside trusted. From any
-// other peer the header is ignored and "" returned, so clients cannot choose
-// their own key.
+// by a gateway) — only when the immediate peer is inside trusted and the
+// header appears once. From any other peer the header is ignored and ""
+// returned, so clients cannot choose their own key.
 func TrustedHeader(name string, trusted []netip.Prefix) KeyFunc {
 	ps := clientkey.Prefixes(trusted)
 	ns := "header:" + strings.ToLower(name) + ":"
@@ -81,8 +82,9 @@ func TrustedHeader(name string, trusted []netip.Prefix) KeyFunc {
 		if !ok || !ps.Contains(peer) {
 			return "", nil
 		}
-		if v := r.Header.Get(name); v != "" {
-			return ns + v, nil
+		// A repeated header is ambiguous (which hop set which?): no key.
+		if vs := r.Header.Values(name); len(vs) == 1 && vs[0] != "" {
+			return ns + vs[0], nil
 		}
 		return "", nil
 	}

@@ -142,9 +142,10 @@ func TestClientIP(t *testing.T) {
 
 func TestClientCert(t *testing.T) {
 	spiffe, _ := url.Parse("spiffe://example.org/ns/prod/sa/builder")
+	other, _ := url.Parse("https://example.org/")
 	withCert := func(c *x509.Certificate) *http.Request {
 		r := request("203.0.113.7:1")
-		r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{c}}
+		r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{c}, VerifiedChains: [][]*x509.Certificate{{c}}}
 		return r
 	}
 	k := ClientCert()
@@ -157,6 +158,16 @@ func TestClientCert(t *testing.T) {
 	if got, err := k(request("203.0.113.7:1")); got != "" || err != nil {
 		t.Errorf("no TLS: %q, %v", got, err)
 	}
+	// Two URI SANs: not an X.509-SVID, so the subject is the identity.
+	if got, _ := k(withCert(&x509.Certificate{URIs: []*url.URL{spiffe, other}, Subject: pkix.Name{CommonName: "x"}})); got != "subject:CN=x" {
+		t.Errorf("two URI SANs: %q", got)
+	}
+	// Presented but not verified (tls.RequestClientCert): no identity.
+	unverified := request("203.0.113.7:1")
+	unverified.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{{URIs: []*url.URL{spiffe}}}}
+	if got, _ := k(unverified); got != "" {
+		t.Errorf("unverified certificate gave key %q", got)
+	}
 }
 
 func TestTrustedHeaderAndFirstOf(t *testing.T) {
@@ -166,6 +177,9 @@ func TestTrustedHeaderAndFirstOf(t *testing.T) {
 	}
 	if got, _ := tenant(request("203.0.113.7:1", "X-Tenant-ID", "acme")); got != "" {
 		t.Errorf("untrusted peer chose its tenant: %q", got)
+	}
+	if got, _ := tenant(request("10.0.0.2:1", "X-Tenant-ID", "acme", "X-Tenant-ID", "evil")); got != "" {
+		t.Errorf("repeated tenant header gave %q", got)
 	}
 	type ctxKey struct{}
 	principal := Principal(func(ctx context.Context) (string, bool) {

@@ -90,6 +90,10 @@ func (t *taggedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // seat, run h holding it.
 func (st *state) admit(w http.ResponseWriter, r *http.Request, typ admission.JobType, idf JobIDFunc, h http.Handler) {
 	key, err := st.cfg.key(r)
+	if err == nil && key == "" {
+		// "" is the background jobs' key; a caller must not share it.
+		err = ErrNoKey
+	}
 	if err != nil {
 		st.cfg.reject(w, r, Rejection{Status: http.StatusBadRequest, Err: fmt.Errorf("httpmw: cannot identify the caller: %w", err)})
 		return

@@ -221,6 +221,19 @@ func TestClientGoneWhileQueued(t *testing.T) {
 	})
 }
 
+// TestEmptyKeyRefused: a KeyFunc that yields "" does not put the caller on
+// the background jobs' key.
+func TestEmptyKeyRefused(t *testing.T) {
+	s := newScheduler(t, admission.Config{Capacity: 1}, admission.JobTypeConfig{})
+	h := Middleware(s, WithKeyFunc(func(*http.Request) (string, error) { return "", nil }))(cloneMux(http.NotFoundHandler()))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/repos/a/clone", nil))
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "no fairness key") {
+		t.Fatalf("%d %q", rec.Code, rec.Body.String())
+	}
+	must(t, s.Close(t.Context()))
+}
+
 func TestTagWithoutMiddleware(t *testing.T) {
 	rec := httptest.NewRecorder()
 	Tag("clone", nil, http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))

@@ -36,15 +36,15 @@ func TestBoundKey(t *testing.T) {
 		{"\x00ns:x", "sha256:"},             // no readable namespace
 		{long, "header:sha256:"},
 	} {
-		got := boundKey(tc.in, 0)
+		got := clientkey.Bound(tc.in, 0)
 		if !strings.HasPrefix(got, tc.want) || (!strings.HasSuffix(tc.want, "sha256:") && got != tc.want) {
-			t.Errorf("boundKey(%q) = %q, want %q…", tc.in, got, tc.want)
+			t.Errorf("clientkey.Bound(%q) = %q, want %q…", tc.in, got, tc.want)
 		}
 		if len(got) > clientkey.DefaultMaxLen || !printable(got) {
-			t.Errorf("boundKey(%q) = %q: too long or not printable", tc.in, got)
+			t.Errorf("clientkey.Bound(%q) = %q: too long or not printable", tc.in, got)
 		}
 	}
-	if boundKey("header:\xff", 0) == boundKey("header:\xfe", 0) {
+	if clientkey.Bound("header:\xff", 0) == clientkey.Bound("header:\xfe", 0) {
 		t.Error("distinct unprintable keys collide")
 	}
 }
@@ -209,3 +209,7 @@ func FuzzField(f *testing.F) {
 		}
 	})
 }
+
+// printable reports whether clientkey.Bound leaves s as it is when length
+// is no concern: valid UTF-8 without control characters.
+func printable(s string) bool { return clientkey.Bound(s, 1<<30) == s }

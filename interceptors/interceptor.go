@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/internal/clientkey"
 )
 
 // UnaryServerInterceptor returns an interceptor that admits unary calls
@@ -120,7 +121,7 @@ func (c *config) fairnessKey(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", asStatus(err, codes.InvalidArgument, "interceptors: cannot identify the caller: ")
 	}
-	return boundKey(key, c.maxKeyLen), nil
+	return clientkey.Bound(key, c.maxKeyLen), nil
 }
 
 // asStatus returns err if it is a status error, and otherwise a status error

@@ -2,14 +2,11 @@ package interceptors
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"net"
 	"net/netip"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/realip"
 	"google.golang.org/grpc/credentials"
@@ -192,40 +189,4 @@ func PeerIn(prefixes ...netip.Prefix) func(ctx context.Context) bool {
 		a, ok := peerAddr(ctx)
 		return ok && ps.Contains(a)
 	}
-}
-
-// boundKey makes a key safe to store and print: at most maxLen bytes (see
-// clientkey.Bound) and valid UTF-8 without control characters. A key that
-// is too long or not printable is replaced by its namespace and a SHA-256
-// digest, so distinct keys stay distinct.
-func boundKey(key string, maxLen int) string {
-	if printable(key) {
-		return clientkey.Bound(key, maxLen)
-	}
-	ns := ""
-	if i := strings.IndexByte(key, ':'); i > 0 && i <= 16 && printable(key[:i]) {
-		ns = key[:i+1]
-	}
-	sum := sha256.Sum256([]byte(key))
-	return ns + "sha256:" + hex.EncodeToString(sum[:])
-}
-
-func printable(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
-			return false
-		} else if c >= utf8.RuneSelf {
-			return printableUTF8(s[i:])
-		}
-	}
-	return true
-}
-
-func printableUTF8(s string) bool {
-	for _, r := range s {
-		if r == utf8.RuneError || r < 0x20 || (r >= 0x7f && r < 0xa0) {
-			return false
-		}
-	}
-	return true
 }

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"unicode/utf8"
 )
 
 // DefaultIPv6Prefix groups IPv6 clients by /64, the smallest block a site is
@@ -60,23 +61,45 @@ func ParseAddr(s string) (netip.Addr, bool) {
 	return a, err == nil
 }
 
-// Bound returns key if it is at most maxLen bytes, and otherwise its first
-// bytes up to the namespace separator followed by a SHA-256 digest, so that
-// distinct long keys stay distinct and the namespace stays readable. maxLen
-// below 80 means DefaultMaxLen.
+// Bound makes a key safe to store and print: it returns key if it is at most
+// maxLen bytes of valid UTF-8 without control characters, and otherwise its
+// namespace (the bytes up to the first ':', if short and printable) followed
+// by a SHA-256 digest of the whole key, so that distinct keys stay distinct
+// and the namespace stays readable. maxLen below 80 means DefaultMaxLen.
 func Bound(key string, maxLen int) string {
 	if maxLen < 80 {
 		maxLen = DefaultMaxLen
 	}
-	if len(key) <= maxLen {
+	if len(key) <= maxLen && printable(key) {
 		return key
 	}
 	ns := ""
-	if i := strings.IndexByte(key, ':'); i > 0 && i <= 16 {
+	if i := strings.IndexByte(key, ':'); i > 0 && i <= 16 && printable(key[:i]) {
 		ns = key[:i+1]
 	}
 	sum := sha256.Sum256([]byte(key))
 	return ns + "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// printable reports whether s is valid UTF-8 without control characters.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return false
+		} else if c >= utf8.RuneSelf {
+			return printableUTF8(s[i:])
+		}
+	}
+	return true
+}
+
+func printableUTF8(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || r < 0x20 || (r >= 0x7f && r < 0xa0) {
+			return false
+		}
+	}
+	return true
 }
 
 // Prefixes is a set of trusted network prefixes (proxies, load balancers).

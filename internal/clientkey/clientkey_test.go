@@ -118,3 +118,17 @@ func FuzzParseAndKey(f *testing.F) {
 		}
 	})
 }
+
+func TestBoundUnprintable(t *testing.T) {
+	for _, k := range []string{"header:\xff", "header:a\x00b", "header:\u0085"} {
+		if got := Bound(k, 0); !strings.HasPrefix(got, "header:sha256:") {
+			t.Errorf("Bound(%q) = %q, want a digest", k, got)
+		}
+	}
+	if Bound("header:\xff", 0) == Bound("header:\xfe", 0) {
+		t.Error("distinct unprintable keys collide")
+	}
+	if got := Bound("\xff:x", 0); !strings.HasPrefix(got, "sha256:") {
+		t.Errorf("unprintable namespace kept: %q", got)
+	}
+}
