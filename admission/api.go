@@ -42,7 +42,10 @@ func (s *Scheduler) Acquire(ctx context.Context, r Request) (*Permit, error) {
 	}
 	admitted := j.state == jobRunning
 	if err == nil && !admitted {
-		j.ready = make(chan struct{})
+		if j.ready == nil {
+			j.ready = make(chan struct{}, 1)
+		}
+		j.waiting = true
 	}
 	maxWait := ts.cfg.MaxWait
 	s.mu.Unlock()
@@ -216,8 +219,8 @@ func (s *Scheduler) wakeAll(wake []*job) {
 	for _, j := range wake {
 		switch {
 		case j.foreground:
-			if j.ready != nil {
-				close(j.ready)
+			if j.waiting {
+				j.ready <- struct{}{} // buffered, one token per wait: never blocks
 			}
 		case j.err != nil:
 			s.reportDropped(j)

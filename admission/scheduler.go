@@ -161,8 +161,10 @@ func (s *Scheduler) newJobLocked() *job { return s.freeJobs.get() }
 
 // freeJobLocked recycles the record of a released foreground permit. The
 // generation moves on, so the old Permit handle can no longer release it.
+// Its wake-up channel is kept: a released permit's waiter took the only
+// token (records of waiters that gave up are never recycled).
 func (s *Scheduler) freeJobLocked(j *job) {
-	*j = job{gen: j.gen + 1}
+	*j = job{gen: j.gen + 1, ready: j.ready}
 	s.freeJobs.put(j)
 }
 

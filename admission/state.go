@@ -52,12 +52,17 @@ type job struct {
 	startTag float64    // S_j = V_k at admission
 	eff      Priority
 	urgent   bool
-	promoted int           // aging promotions at admission
-	gen      uint32        // bumped when the record is reused
-	prev     *job          // key's queued jobs, arrival order
-	next     *job          //
-	err      error         // why the job ended without running
-	ready    chan struct{} // closed when a waiting foreground job is admitted or rejected; nil if it never waited
+	promoted int    // aging promotions at admission
+	gen      uint32 // bumped when the record is reused
+	prev     *job   // key's queued jobs, arrival order
+	next     *job   //
+	err      error  // why the job ended without running
+	// ready receives one token when a waiting foreground job is admitted or
+	// rejected. It is buffered and kept when the record is reused, so a wait
+	// allocates no channel; waiting says whether the caller is parked on it
+	// (only then is a token sent, so none is ever left stale).
+	ready   chan struct{}
+	waiting bool
 
 	foreground bool
 	fn         func(context.Context) error // background work
