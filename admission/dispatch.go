@@ -104,7 +104,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 	}
 	s.seq++
 	j.s, j.typ, j.key, j.flow = s, t, k, f
-	j.seq, j.enqueued, j.agingStart = s.seq, now, now
+	j.seq, j.enqueued, j.agingStart, j.agingAt = s.seq, now, now, now.UnixNano()
 	j.state = jobQueued
 	f.jobs.Push(j)
 	k.pushJob(j)
@@ -399,7 +399,7 @@ func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
 	r := rankAt(s.cfg.Aging, t.cfg.Priority, head.agingStart, now)
 	f.eff, f.urgent, f.promoted, f.promoAt = r.eff, r.urgent, r.promoted, r.next
 	f.v, f.belowMin = f.key.v, f.key.belowMin()
-	f.headAt, f.headSeq = head.agingStart.UnixNano(), head.seq
+	f.headAt, f.headSeq = head.agingAt, head.seq
 	if f.typIdx >= 0 {
 		t.flows.Fix(f.typIdx)
 	} else {

@@ -76,7 +76,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			if f.typ != t || f.jobs.Len() == 0 || f.key.capped || f.key.flowFor(t) != f {
 				return fmt.Errorf("type %q holds a flow it should not (key %q, %d jobs, capped %v)", t.name, f.key.name, f.jobs.Len(), f.key.capped)
 			}
-			if h := f.jobs.Top(); f.v != f.key.v || f.belowMin != f.key.belowMin() || f.headAt != h.agingStart.UnixNano() || f.headSeq != h.seq {
+			if h := f.jobs.Top(); f.v != f.key.v || f.belowMin != f.key.belowMin() || f.headAt != h.agingAt || h.agingAt != h.agingStart.UnixNano() || f.headSeq != h.seq {
 				return fmt.Errorf("flow (%q, %q): cached sort key (v %v, belowMin %v, head %d/%d) is stale", f.key.name, t.name, f.v, f.belowMin, f.headAt, f.headSeq)
 			}
 			if (f.promoIdx >= 0) != !f.promoAt.IsZero() {

@@ -41,6 +41,7 @@ type job struct {
 	seq        uint64    // arrival order; breaks every tie
 	enqueued   time.Time // arrival
 	agingStart time.Time // the aging clock (== enqueued in this version)
+	agingAt    int64     // agingStart in Unix nanoseconds: the heaps compare it cheaply
 	started    time.Time // admission
 
 	// Fields below change only under Scheduler.mu.
@@ -72,8 +73,8 @@ type job struct {
 
 // olderJob orders jobs by aging start, then arrival.
 func olderJob(a, b *job) bool {
-	if !a.agingStart.Equal(b.agingStart) {
-		return a.agingStart.Before(b.agingStart)
+	if a.agingAt != b.agingAt {
+		return a.agingAt < b.agingAt
 	}
 	return a.seq < b.seq
 }
