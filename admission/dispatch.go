@@ -134,6 +134,7 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 		h.Remove(j.idx)
 		if h.Len() == 0 {
 			delete(r.waiters, f)
+			s.freeWaiters.put(h)
 		}
 		r.nwait--
 		f.parked--
@@ -179,6 +180,7 @@ func (s *Scheduler) replaceRepresentativeLocked(j *job, now time.Time) {
 	r.nwait--
 	if h.Len() == 0 {
 		delete(r.waiters, j.flow)
+		s.freeWaiters.put(h)
 	}
 	next.state = jobQueued
 	j.flow.parked--
@@ -197,8 +199,10 @@ func (s *Scheduler) parkLocked(j *job, r *resource, now time.Time) {
 		if r.waiters == nil {
 			r.waiters = make(map[*flow]*indexedHeap[*job])
 		}
-		nh := newJobHeap()
-		h = &nh
+		h = s.freeWaiters.get()
+		if h.less == nil { // new, not recycled
+			*h = newJobHeap()
+		}
 		r.waiters[f] = h
 	}
 	h.Push(j)
@@ -324,6 +328,7 @@ func (s *Scheduler) releaseResourceLocked(j *job, now time.Time) {
 		f.parked--
 		if h.Len() == 0 {
 			delete(r.waiters, f)
+			s.freeWaiters.put(h)
 		}
 		j.state = jobQueued
 		f.jobs.Push(j)

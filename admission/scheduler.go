@@ -42,17 +42,18 @@ type Scheduler struct {
 	// looks at the top of each.
 	ready []*typeState
 
-	active    map[string]*keyState                // keys with queued or running jobs
-	keys      *simplelru.LRU[string, *keyState]   // all key state, bounded (idle keys may be evicted)
-	costs     *simplelru.LRU[costKey, *costEntry] // learned estimates, bounded
-	resources map[resKey]*resource                // held, waited-on or idle resources
-	running   indexedHeap[*job]                   // running jobs by start tag (V_sys)
-	promos    indexedHeap[*flow]                  // flows by next promotion instant
-	longest   indexedHeap[*keyState]              // keys with queued jobs, longest first
-	freeFlows freeList[flow]                      // recycled flows, no jobs
-	freeRes   freeList[resource]                  // recycled conflict entries, no holder or waiter
-	freeJobs  freeList[job]                       // records of released foreground permits
-	idleRes   int                                 // entries of resources with no holder and no waiter
+	active      map[string]*keyState                // keys with queued or running jobs
+	keys        *simplelru.LRU[string, *keyState]   // all key state, bounded (idle keys may be evicted)
+	costs       *simplelru.LRU[costKey, *costEntry] // learned estimates, bounded
+	resources   map[resKey]*resource                // held, waited-on or idle resources
+	running     indexedHeap[*job]                   // running jobs by start tag (V_sys)
+	promos      indexedHeap[*flow]                  // flows by next promotion instant
+	longest     indexedHeap[*keyState]              // keys with queued jobs, longest first
+	freeFlows   freeList[flow]                      // recycled flows, no jobs
+	freeRes     freeList[resource]                  // recycled conflict entries, no holder or waiter
+	freeJobs    freeList[job]                       // records of released foreground permits
+	freeWaiters freeList[indexedHeap[*job]]         // emptied waiter heaps of resources
+	idleRes     int                                 // entries of resources with no holder and no waiter
 
 	inUse  int     // seats held == running.Len()
 	queued int     // queued and parked jobs, <= cfg.MaxQueue
@@ -77,19 +78,20 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 	}
 	o := buildOptions(opts)
 	s := &Scheduler{
-		cfg:       c,
-		log:       o.logger,
-		opts:      o,
-		types:     make(map[JobType]*typeState),
-		tiers:     make(map[Priority]*tierState),
-		active:    make(map[string]*keyState),
-		resources: make(map[resKey]*resource),
-		running:   indexedHeap[*job]{less: lowerStartTag, index: jobIndex},
-		promos:    indexedHeap[*flow]{less: earlierPromo, index: flowPromoIndex},
-		longest:   indexedHeap[*keyState]{less: longerQueue, index: keyLongIndex},
-		freeFlows: freeList[flow]{max: maxFree},
-		freeRes:   freeList[resource]{max: maxFree},
-		freeJobs:  freeList[job]{max: maxFree},
+		cfg:         c,
+		log:         o.logger,
+		opts:        o,
+		types:       make(map[JobType]*typeState),
+		tiers:       make(map[Priority]*tierState),
+		active:      make(map[string]*keyState),
+		resources:   make(map[resKey]*resource),
+		running:     indexedHeap[*job]{less: lowerStartTag, index: jobIndex},
+		promos:      indexedHeap[*flow]{less: earlierPromo, index: flowPromoIndex},
+		longest:     indexedHeap[*keyState]{less: longerQueue, index: keyLongIndex},
+		freeFlows:   freeList[flow]{max: maxFree},
+		freeRes:     freeList[resource]{max: maxFree},
+		freeJobs:    freeList[job]{max: maxFree},
+		freeWaiters: freeList[indexedHeap[*job]]{max: maxFree},
 	}
 	if s.keys, err = simplelru.NewLRU[string, *keyState](c.MaxKeys, nil); err != nil {
 		return nil, fmt.Errorf("%w: MaxKeys: %v", ErrInvalidConfig, err)
