@@ -140,7 +140,7 @@ func TestGrantThenCancel(t *testing.T) {
 		s.mu.Lock()
 		_, err = s.enqueueLocked(quitter, s.types["fg"], "k2", time.Now(), nil)
 		quitter.ready = make(chan struct{})
-		vBefore := s.active["k2"].v
+		vBefore := s.activeKeyLocked("k2").v
 		s.mu.Unlock()
 		must(t, err)
 		next := acquireAsync(t.Context(), s, Request{Type: "fg", JobID: "c", FairnessKey: "k3"})

@@ -98,12 +98,23 @@ func (s *Scheduler) stop(cause error) error {
 		cause, len(dropped), running)
 }
 
-// activeKeysLocked returns the active keys in a stable order (by name), so
-// that Close acts on queued work deterministically.
+// activeKeysLocked returns the active keys — those with queued jobs (all in
+// the longest-queue heap) and those with running jobs — in a stable order
+// (by name), so that Close acts on queued work deterministically.
 func (s *Scheduler) activeKeysLocked() []*keyState {
-	ks := make([]*keyState, 0, len(s.active))
-	for _, k := range s.active {
-		ks = append(ks, k)
+	seen := make(map[*keyState]bool, s.longest.Len())
+	var ks []*keyState
+	add := func(k *keyState) {
+		if !seen[k] {
+			seen[k] = true
+			ks = append(ks, k)
+		}
+	}
+	for _, k := range s.longest.s {
+		add(k)
+	}
+	for _, j := range s.running.s {
+		add(j.key)
 	}
 	sortKeys(ks)
 	return ks

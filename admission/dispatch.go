@@ -68,7 +68,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		s.counters.RejectedClosed++
 		return wake, &RejectedError{Reason: ErrClosed, Type: t.name}
 	}
-	k := s.active[key]
+	k := s.keyLocked(key)
 	queuedByKey, p := 0, KeyPolicy{}
 	if k != nil {
 		queuedByKey, p = k.queued, k.policy
@@ -95,8 +95,9 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		wake = append(wake, victim)
 	}
 
-	if k == nil {
-		k = s.wakeKeyLocked(key, now)
+	if k == nil || !k.active {
+		// Look again: a push-out above may have changed what the LRU holds.
+		k = s.wakeKeyLocked(s.keyLocked(key), key, now)
 	}
 	f := k.flowFor(t)
 	if f == nil {

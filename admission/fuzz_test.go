@@ -267,7 +267,7 @@ func (h *harness) drain() {
 	}
 	s := h.s
 	s.mu.Lock()
-	inUse, queued, active, c := s.inUse, s.queued, len(s.active), s.counters
+	inUse, queued, active, c := s.inUse, s.queued, len(s.activeKeysLocked()), s.counters
 	res := 0 // conflict-table entries still held or waited on (idle ones may be kept)
 	for _, r := range s.resources {
 		if r.holders+r.nwait > 0 {
@@ -503,12 +503,12 @@ func (h *harness) compareState() {
 	for name, mk := range m.keys {
 		var rk *keyState
 		if m.busy(name) {
-			rk = s.active[name]
+			rk = s.activeKeyLocked(name)
 			if rk == nil {
 				h.unlockedFatal("key %q active in the model, not in the scheduler", name)
 			}
 		} else {
-			if s.active[name] != nil {
+			if s.activeKeyLocked(name) != nil {
 				h.unlockedFatal("key %q idle in the model, active in the scheduler", name)
 			}
 			if now.Sub(mk.idleSince) > m.keyTTL {

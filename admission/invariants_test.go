@@ -106,9 +106,14 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	}
 	queued, bgQueued := 0, 0
 	tierQ := map[*tierState]int{}
-	for name, k := range s.active {
-		if k.name != name || !k.active || k.queued+k.running == 0 {
+	for _, k := range s.activeKeysLocked() {
+		name := k.name
+		if !k.active || k.queued+k.running == 0 {
 			return fmt.Errorf("active key %q: active %v, queued %d, running %d", name, k.active, k.queued, k.running)
+		}
+		inLRU, _ := s.keys.Peek(name)
+		if pinned := s.pinned[name]; (inLRU == k) == (pinned == k) {
+			return fmt.Errorf("active key %q: in the LRU %v, pinned %v (want exactly one)", name, inLRU == k, pinned == k)
 		}
 		if keyRun[k] != k.running {
 			return fmt.Errorf("key %q: running %d, counted %d", name, k.running, keyRun[k])
@@ -209,10 +214,28 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			}
 		}
 	}
+	for name, k := range s.pinned {
+		if k.name != name || !k.active {
+			return fmt.Errorf("pinned key %q is not active", name)
+		}
+	}
 	if idle != s.idleRes || idle > maxIdleResources {
 		return fmt.Errorf("%d idle resource entries, idleRes %d, bound %d", idle, s.idleRes, maxIdleResources)
 	}
 	return nil
+}
+
+// activeKeyLocked returns the state of key name if it is active, without
+// touching the LRU's recency (tests only).
+func (s *Scheduler) activeKeyLocked(name string) *keyState {
+	k, ok := s.keys.Peek(name)
+	if !ok {
+		k = s.pinned[name]
+	}
+	if k == nil || !k.active {
+		return nil
+	}
+	return k
 }
 
 // dumpLocked renders the scheduler state for failure messages.

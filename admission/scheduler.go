@@ -42,8 +42,8 @@ type Scheduler struct {
 	// looks at the top of each.
 	ready []*typeState
 
-	active      map[string]*keyState                // keys with queued or running jobs
-	keys        *simplelru.LRU[string, *keyState]   // all key state, bounded (idle keys may be evicted)
+	keys        *simplelru.LRU[string, *keyState]   // key state, bounded; recency = last arrival
+	pinned      map[string]*keyState                // active keys the LRU evicted, until they go idle
 	costs       *simplelru.LRU[costKey, *costEntry] // learned estimates, bounded
 	resources   map[resKey]*resource                // held, waited-on or idle resources
 	running     indexedHeap[*job]                   // running jobs by start tag (V_sys)
@@ -83,7 +83,7 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		opts:        o,
 		types:       make(map[JobType]*typeState),
 		tiers:       make(map[Priority]*tierState),
-		active:      make(map[string]*keyState),
+		pinned:      make(map[string]*keyState),
 		resources:   make(map[resKey]*resource),
 		running:     indexedHeap[*job]{less: lowerStartTag, index: jobIndex},
 		promos:      indexedHeap[*flow]{less: earlierPromo, index: flowPromoIndex},
@@ -93,7 +93,7 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		freeJobs:    freeList[job]{max: maxFree},
 		freeWaiters: freeList[indexedHeap[*job]]{max: maxFree},
 	}
-	if s.keys, err = simplelru.NewLRU[string, *keyState](c.MaxKeys, nil); err != nil {
+	if s.keys, err = simplelru.NewLRU[string, *keyState](c.MaxKeys, s.onKeyEvicted); err != nil {
 		return nil, fmt.Errorf("%w: MaxKeys: %v", ErrInvalidConfig, err)
 	}
 	if s.costs, err = simplelru.NewLRU[costKey, *costEntry](c.MaxCostEntries, nil); err != nil {
@@ -187,22 +187,42 @@ func (s *Scheduler) policyFor(name string) KeyPolicy {
 	return s.cfg.DefaultKey
 }
 
-// activateKeyLocked returns the state of key name, making it active: an idle
-// or new key starts at max(V_k, V_sys), so idleness earns no credit.
-func (s *Scheduler) activateKeyLocked(name string, now time.Time) *keyState {
-	if k, ok := s.active[name]; ok {
+// keyLocked returns the tracked state of key name, or nil, and marks it
+// recently used. Active keys are always found: the LRU may evict one (it
+// only knows recency), and then onKeyEvicted keeps it in s.pinned until it
+// goes idle.
+func (s *Scheduler) keyLocked(name string) *keyState {
+	if k, ok := s.keys.Get(name); ok {
 		return k
 	}
-	return s.wakeKeyLocked(name, now)
+	if len(s.pinned) > 0 {
+		return s.pinned[name]
+	}
+	return nil
 }
 
-// wakeKeyLocked activates a key that is not active.
-func (s *Scheduler) wakeKeyLocked(name string, now time.Time) *keyState {
-	k, ok := s.keys.Get(name)
-	if ok && now.Sub(k.idleSince) > s.cfg.KeyTTL {
-		k.v = s.vsys // expired: its history is forgotten, as if evicted
+// onKeyEvicted is the LRU's eviction callback: idle state is forgotten (safe:
+// a returning key starts at V_sys), active state is pinned.
+func (s *Scheduler) onKeyEvicted(name string, k *keyState) {
+	if k.active {
+		s.pinned[name] = k
 	}
-	if !ok {
+}
+
+// activateKeyLocked returns the state of key name, making it active.
+func (s *Scheduler) activateKeyLocked(name string, now time.Time) *keyState {
+	return s.wakeKeyLocked(s.keyLocked(name), name, now)
+}
+
+// wakeKeyLocked makes k, the state of key name (nil if untracked), active:
+// an idle or new key starts at max(V_k, V_sys), so idleness earns no credit.
+func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now time.Time) *keyState {
+	switch {
+	case k != nil && k.active:
+		return k
+	case k != nil && now.Sub(k.idleSince) > s.cfg.KeyTTL:
+		k.v = s.vsys // expired: its history is forgotten, as if evicted
+	case k == nil:
 		s.expireKeysLocked(now)
 		p := s.policyFor(name)
 		k = &keyState{name: name, policy: p, w: p.weight(), v: s.vsys, longIdx: -1}
@@ -212,7 +232,6 @@ func (s *Scheduler) wakeKeyLocked(name string, now time.Time) *keyState {
 		k.v = s.vsys
 	}
 	k.active = true
-	s.active[name] = k
 	return k
 }
 
@@ -235,8 +254,12 @@ func (s *Scheduler) maybeIdleLocked(k *keyState, now time.Time) {
 	}
 	k.active = false
 	k.idleSince = now
-	delete(s.active, k.name)
-	s.keys.Add(k.name, k) // back to the warm end (re-added if evicted while active)
+	if len(s.pinned) > 0 {
+		if _, ok := s.pinned[k.name]; ok { // evicted while active: tracked again
+			delete(s.pinned, k.name)
+			s.keys.Add(k.name, k)
+		}
+	}
 }
 
 // estimateLocked is the learned cost of (t, id) in seconds, and its entry

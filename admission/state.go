@@ -154,7 +154,8 @@ func earlierPromo(a, b *flow) bool {
 // keyState is one fairness key.
 //
 // Invariants:
-//   - active iff queued+running > 0 iff the key is in Scheduler.active.
+//   - active iff queued+running > 0; an active key is in Scheduler.keys or,
+//     if the LRU evicted it, in Scheduler.pinned (never both).
 //   - queued == the length of the list head..tail == the number of its jobs
 //     that are queued or parked; running == its jobs holding a seat.
 //   - capped iff policy.MaxInFlight > 0 and running >= policy.MaxInFlight;

@@ -63,7 +63,7 @@ func (c *core) check() {
 func (c *core) v(key string) float64 {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	if k, ok := c.s.active[key]; ok {
+	if k := c.s.activeKeyLocked(key); k != nil {
 		return k.v
 	}
 	if k, ok := c.s.keys.Peek(key); ok {
@@ -218,4 +218,38 @@ func TestMinSeatsFirst(t *testing.T) {
 	}
 	c.finish(b)
 	c.finish(v)
+}
+
+// TestActiveKeySurvivesEviction: with MaxKeys 2, a key running a long job is
+// pushed out of the LRU by newer keys; its state must stay (its V and its
+// running job), a new arrival of it must find the same state, and once idle
+// it is tracked by the LRU again.
+func TestActiveKeySurvivesEviction(t *testing.T) {
+	c := newCore(t, Config{Capacity: 4, MaxKeys: 2}, map[JobType]JobTypeConfig{"x": {Priority: 4, DefaultCost: time.Second}})
+	long, _ := c.arrive("x", "a", "long")
+	for _, k := range []string{"b", "c", "d"} {
+		j, _ := c.arrive("x", k, "1")
+		c.finish(j)
+	}
+	c.s.mu.Lock()
+	_, inLRU := c.s.keys.Peek("a")
+	pinned := c.s.pinned["a"]
+	c.s.mu.Unlock()
+	if inLRU || pinned == nil {
+		t.Fatalf("a in LRU %v, pinned %v; want evicted and pinned", inLRU, pinned != nil)
+	}
+	again, _ := c.arrive("x", "a", "2")
+	if again.key != long.key {
+		t.Fatal("a second arrival of an evicted active key got new state")
+	}
+	c.advance(10 * time.Second)
+	c.finish(long)
+	c.finish(again)
+	c.s.mu.Lock()
+	_, inLRU = c.s.keys.Peek("a")
+	n := len(c.s.pinned)
+	c.s.mu.Unlock()
+	if !inLRU || n != 0 {
+		t.Fatalf("after going idle: in LRU %v, %d pinned", inLRU, n)
+	}
 }
