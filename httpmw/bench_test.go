@@ -13,18 +13,11 @@ import (
 // admitted at once), so the difference is the middleware's own cost: key
 // derivation, job ID, Acquire and Release.
 func BenchmarkMiddleware(b *testing.B) {
-	s, err := admission.New(admission.Config{Capacity: 64})
-	must(b, err)
-	must(b, s.RegisterType("clone", admission.JobTypeConfig{ConflictGroup: "git", Priority: 64}))
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	bare := http.NewServeMux()
-	bare.Handle("POST /repos/{repo}/clone", ok)
-	tagged := http.NewServeMux()
-	tagged.Handle("POST /repos/{repo}/clone", Tag("clone", PathValue("repo"), ok))
+	s, bare, fair := benchHandlers(b)
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
-	}{{"handler=bare", bare}, {"handler=fairseat", Middleware(s)(tagged)}} {
+	}{{"handler=bare", bare}, {"handler=fairseat", fair}} {
 		b.Run(bc.name, func(b *testing.B) {
 			r := httptest.NewRequest("POST", "/repos/linux/clone", nil)
 			r.RemoteAddr = "203.0.113.7:5555"
@@ -41,18 +34,11 @@ func BenchmarkMiddleware(b *testing.B) {
 // BenchmarkMiddlewareLoopback is the same comparison through a real server
 // and client over loopback with keep-alive: the overhead a deployment sees.
 func BenchmarkMiddlewareLoopback(b *testing.B) {
-	s, err := admission.New(admission.Config{Capacity: 64})
-	must(b, err)
-	must(b, s.RegisterType("clone", admission.JobTypeConfig{ConflictGroup: "git", Priority: 64}))
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	bare := http.NewServeMux()
-	bare.Handle("POST /repos/{repo}/clone", ok)
-	tagged := http.NewServeMux()
-	tagged.Handle("POST /repos/{repo}/clone", Tag("clone", PathValue("repo"), ok))
+	s, bare, fair := benchHandlers(b)
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
-	}{{"handler=bare", bare}, {"handler=fairseat", Middleware(s)(tagged)}} {
+	}{{"handler=bare", bare}, {"handler=fairseat", fair}} {
 		b.Run(bc.name, func(b *testing.B) {
 			srv := httptest.NewServer(bc.h)
 			defer srv.Close()
@@ -70,4 +56,19 @@ func BenchmarkMiddlewareLoopback(b *testing.B) {
 		})
 	}
 	must(b, s.Close(b.Context()))
+}
+
+// benchHandlers builds the two servers both benchmarks compare: the bare
+// route, and the same route tagged behind the middleware (64 seats, so every
+// request is admitted at once).
+func benchHandlers(b *testing.B) (*admission.Scheduler, http.Handler, http.Handler) {
+	s, err := admission.New(admission.Config{Capacity: 64})
+	must(b, err)
+	must(b, s.RegisterType("clone", admission.JobTypeConfig{ConflictGroup: "git", Priority: 64}))
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	bare := http.NewServeMux()
+	bare.Handle("POST /repos/{repo}/clone", ok)
+	tagged := http.NewServeMux()
+	tagged.Handle("POST /repos/{repo}/clone", Tag("clone", PathValue("repo"), ok))
+	return s, bare, Middleware(s)(tagged)
 }

@@ -20,22 +20,12 @@ type KeyFunc func(*http.Request) (string, error)
 var ErrNoKey = errors.New("httpmw: no fairness key for the request")
 
 // FirstOf returns the key of the first source that produces a non-empty key
-// without error. If none does, it returns an error wrapping ErrNoKey and the
-// sources' errors.
+// without error; nil sources are skipped. If none does, it returns an error
+// wrapping ErrNoKey and the sources' errors.
 func FirstOf(sources ...KeyFunc) KeyFunc {
+	sources = append([]KeyFunc(nil), sources...)
 	return func(r *http.Request) (string, error) {
-		var errs []error
-		for _, f := range sources {
-			k, err := f(r)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if k != "" {
-				return k, nil
-			}
-		}
-		return "", errors.Join(append([]error{ErrNoKey}, errs...)...)
+		return clientkey.First(r, ErrNoKey, sources)
 	}
 }
 

@@ -47,21 +47,7 @@ var errNoIP = errors.New("interceptors: client IP: the peer has no IP address")
 func FirstOf(fs ...KeyFunc) KeyFunc {
 	fs = append([]KeyFunc(nil), fs...)
 	return func(ctx context.Context) (string, error) {
-		var errs []error
-		for _, f := range fs {
-			if f == nil {
-				continue
-			}
-			k, err := f(ctx)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if k != "" {
-				return k, nil
-			}
-		}
-		return "", errors.Join(append([]error{ErrNoKey}, errs...)...)
+		return clientkey.First(ctx, ErrNoKey, fs)
 	}
 }
 

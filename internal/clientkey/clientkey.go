@@ -11,6 +11,7 @@ package clientkey
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -100,6 +101,27 @@ func printableUTF8(s string) bool {
 		}
 	}
 	return true
+}
+
+// First returns the first non-empty key that sources produce for arg
+// without error, skipping nil sources. If none does, it returns an error
+// wrapping noKey and the sources' errors. Both transports' FirstOf use it.
+func First[A any, F ~func(A) (string, error)](arg A, noKey error, sources []F) (string, error) {
+	var errs []error
+	for _, f := range sources {
+		if f == nil {
+			continue
+		}
+		k, err := f(arg)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if k != "" {
+			return k, nil
+		}
+	}
+	return "", errors.Join(append([]error{noKey}, errs...)...)
 }
 
 // Prefixes is a set of trusted network prefixes (proxies, load balancers).
