@@ -33,22 +33,25 @@ func (s *Scheduler) dispatchLocked(now time.Time, wake []*job) []*job {
 // cap, and non-urgent work of tiers at their cap, are skipped whole; each
 // type's heap top is its best flow, so this is one comparison per type.
 func (s *Scheduler) pickLocked() *flow {
-	var best *flow
+	var best *flowSlot
 	for _, t := range s.ready {
 		if t.blocked() {
 			continue
 		}
-		f := t.flows.Top()
+		top := t.flows.Top()
 		// Urgent jobs may exceed their tier cap; a type's top flow is urgent
 		// whenever any of its flows is, because urgency sorts first.
-		if !f.urgent && t.tier.running >= t.tier.cap {
+		if !top.k.urgent && t.tier.running >= t.tier.cap {
 			continue
 		}
-		if best == nil || lessFlow(f, best) {
-			best = f
+		if best == nil || lessKey(&top.k, &best.k) {
+			best = top
 		}
 	}
-	return best
+	if best == nil {
+		return nil
+	}
+	return best.f
 }
 
 // resourceLocked returns the conflict-table entry of j's resource, or nil
@@ -403,13 +406,12 @@ func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
 	}
 	head := f.jobs.Top()
 	r := rankAt(s.cfg.Aging, t.cfg.Priority, head.agingStart, now)
-	f.eff, f.urgent, f.promoted, f.promoAt = r.eff, r.urgent, r.promoted, r.next
-	f.v, f.belowMin = f.key.v, f.key.belowMin()
-	f.headAt, f.headSeq = head.agingAt, head.seq
+	f.eff, f.urgent, f.promoted, f.promoAt, f.headSeq = r.eff, r.urgent, r.promoted, r.next, head.seq
+	k := sortKey{v: f.key.v, headAt: head.agingAt, headSeq: head.seq, eff: r.eff, urgent: r.urgent, belowMin: f.key.belowMin()}
 	if f.typIdx >= 0 {
-		t.flows.Fix(f.typIdx)
+		t.flows.Fix(f.typIdx, k)
 	} else {
-		t.flows.Push(f)
+		t.flows.Push(f, k)
 		if t.readyIdx < 0 {
 			t.readyIdx = len(s.ready)
 			s.ready = append(s.ready, t)

@@ -72,12 +72,14 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if i := t.flows.verify(); i >= 0 {
 			return fmt.Errorf("type %q: flow heap broken at %d", t.name, i)
 		}
-		for _, f := range t.flows.s {
+		for _, slot := range t.flows.s {
+			f := slot.f
 			if f.typ != t || f.jobs.Len() == 0 || f.key.capped || f.key.flowFor(t) != f {
 				return fmt.Errorf("type %q holds a flow it should not (key %q, %d jobs, capped %v)", t.name, f.key.name, f.jobs.Len(), f.key.capped)
 			}
-			if h := f.jobs.Top(); f.v != f.key.v || f.belowMin != f.key.belowMin() || f.headAt != h.agingAt || h.agingAt != h.agingStart.UnixNano() || f.headSeq != h.seq {
-				return fmt.Errorf("flow (%q, %q): cached sort key (v %v, belowMin %v, head %d/%d) is stale", f.key.name, t.name, f.v, f.belowMin, f.headAt, f.headSeq)
+			if h, k := f.jobs.Top(), slot.k; k.v != f.key.v || k.belowMin != f.key.belowMin() || k.headAt != h.agingAt ||
+				h.agingAt != h.agingStart.UnixNano() || k.headSeq != h.seq || f.headSeq != h.seq || k.urgent != f.urgent || k.eff != f.eff {
+				return fmt.Errorf("flow (%q, %q): sort key in the heap %+v is stale", f.key.name, t.name, k)
 			}
 			if (f.promoIdx >= 0) != !f.promoAt.IsZero() {
 				return fmt.Errorf("flow (%q, %q): promoIdx %d, promoAt %v", f.key.name, t.name, f.promoIdx, f.promoAt)

@@ -141,7 +141,6 @@ func (s *Scheduler) RegisterType(t JobType, c JobTypeConfig) error {
 		name:     t,
 		cfg:      c,
 		tier:     tier,
-		flows:    indexedHeap[*flow]{less: lessFlow, index: flowTypIndex},
 		readyIdx: -1,
 	}
 	return nil

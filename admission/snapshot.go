@@ -126,7 +126,7 @@ type queuedEntry struct {
 }
 
 // beforeAt is the dispatch order of two queued jobs at one instant (the
-// comparison lessFlow makes between flow heads, for any jobs).
+// comparison lessKey makes between flow heads, for any jobs).
 func beforeAt(a, b queuedEntry) bool {
 	if a.r.urgent != b.r.urgent {
 		return a.r.urgent

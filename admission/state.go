@@ -91,8 +91,9 @@ func newJobHeap() indexedHeap[*job] {
 //   - jobs holds the flow's queued (not parked) jobs; parked counts its jobs
 //     parked on resources. The flow is in key.flows iff jobs.Len()+parked > 0.
 //   - typIdx >= 0 (the flow is in typ.flows) iff jobs.Len() > 0 and the key is
-//     not capped; then urgent, eff and promoAt describe jobs.Top() as of the
-//     last sync, and promoAt is either zero or after the last dispatch.
+//     not capped; then urgent, eff, promoAt and the slot's sortKey describe
+//     jobs.Top() and the key as of the last sync, and promoAt is either zero
+//     or after the last dispatch.
 //   - promoIdx >= 0 (the flow is in Scheduler.promos) iff typIdx >= 0 and
 //     promoAt is not zero.
 type flow struct {
@@ -109,40 +110,9 @@ type flow struct {
 	promoted int       // promotions of the head
 	promoAt  time.Time // next instant the head's rank changes; zero = never
 
-	// The rest of the sort key, copied from the key and the head at the last
-	// sync so that a heap comparison reads this flow alone (at 10,000 flows
-	// the comparisons' cache misses, not their number, set the cost).
-	v        float64 // key.v
-	belowMin bool    // key.belowMin()
-	headAt   int64   // head's agingStart, Unix nanoseconds
-	headSeq  uint64  // head's seq
+	headSeq uint64 // head's seq: breaks promotion-instant ties
 }
 
-// lessFlow is the dispatch order of two flows' heads: urgent first (oldest
-// first), then effective priority, then keys below MinSeats, then virtual
-// time, then age.
-func lessFlow(a, b *flow) bool {
-	if a.urgent != b.urgent {
-		return a.urgent
-	}
-	if !a.urgent {
-		if a.eff != b.eff {
-			return a.eff > b.eff
-		}
-		if a.belowMin != b.belowMin {
-			return a.belowMin
-		}
-		if a.v != b.v {
-			return a.v < b.v
-		}
-	}
-	if a.headAt != b.headAt {
-		return a.headAt < b.headAt
-	}
-	return a.headSeq < b.headSeq
-}
-
-func flowTypIndex(f *flow) *int   { return &f.typIdx }
 func flowPromoIndex(f *flow) *int { return &f.promoIdx }
 func earlierPromo(a, b *flow) bool {
 	if !a.promoAt.Equal(b.promoAt) {
@@ -234,7 +204,7 @@ type typeState struct {
 	cfg             JobTypeConfig
 	tier            *tierState
 	running, queued int
-	flows           indexedHeap[*flow]
+	flows           flowHeap
 	readyIdx        int
 }
 
