@@ -60,8 +60,8 @@ func (s *Scheduler) Close(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.stopped = true
-	for _, j := range s.running.s {
-		if j.cancel != nil {
+	for _, slot := range s.running.s {
+		if j := slot.v; j.cancel != nil {
 			j.cancel()
 		}
 	}
@@ -110,11 +110,11 @@ func (s *Scheduler) activeKeysLocked() []*keyState {
 			ks = append(ks, k)
 		}
 	}
-	for _, k := range s.longest.s {
-		add(k)
+	for _, slot := range s.longest.s {
+		add(slot.v)
 	}
-	for _, j := range s.running.s {
-		add(j.key)
+	for _, slot := range s.running.s {
+		add(slot.v.key)
 	}
 	sortKeys(ks)
 	return ks

@@ -33,25 +33,23 @@ func (s *Scheduler) dispatchLocked(now time.Time, wake []*job) []*job {
 // cap, and non-urgent work of tiers at their cap, are skipped whole; each
 // type's heap top is its best flow, so this is one comparison per type.
 func (s *Scheduler) pickLocked() *flow {
-	var best *flowSlot
+	var best *flow
+	var bestKey *sortKey
 	for _, t := range s.ready {
 		if t.blocked() {
 			continue
 		}
-		top := t.flows.Top()
+		k := t.flows.topKey()
 		// Urgent jobs may exceed their tier cap; a type's top flow is urgent
 		// whenever any of its flows is, because urgency sorts first.
-		if !top.k.urgent && t.tier.running >= t.tier.cap {
+		if !k.urgent && t.tier.running >= t.tier.cap {
 			continue
 		}
-		if best == nil || lessKey(&top.k, &best.k) {
-			best = top
+		if best == nil || lessKey(k, bestKey) {
+			best, bestKey = t.flows.Top(), k
 		}
 	}
-	if best == nil {
-		return nil
-	}
-	return best.f
+	return best
 }
 
 // resourceLocked returns the conflict-table entry of j's resource, or nil
@@ -201,10 +199,10 @@ func (s *Scheduler) parkLocked(j *job, r *resource, now time.Time) {
 	h := r.waiters[f]
 	if h == nil {
 		if r.waiters == nil {
-			r.waiters = make(map[*flow]*indexedHeap[*job])
+			r.waiters = make(map[*flow]*jobHeap)
 		}
 		h = s.freeWaiters.get()
-		if h.less == nil { // new, not recycled
+		if h.key == nil { // new, not recycled
 			*h = newJobHeap()
 		}
 		r.waiters[f] = h
@@ -407,11 +405,10 @@ func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
 	head := f.jobs.Top()
 	r := rankAt(s.cfg.Aging, t.cfg.Priority, head.agingStart, now)
 	f.eff, f.urgent, f.promoted, f.promoAt, f.headSeq = r.eff, r.urgent, r.promoted, r.next, head.seq
-	k := sortKey{v: f.key.v, headAt: head.agingAt, headSeq: head.seq, eff: r.eff, urgent: r.urgent, belowMin: f.key.belowMin()}
 	if f.typIdx >= 0 {
-		t.flows.Fix(f.typIdx, k)
+		t.flows.Fix(f.typIdx)
 	} else {
-		t.flows.Push(f, k)
+		t.flows.Push(f)
 		if t.readyIdx < 0 {
 			t.readyIdx = len(s.ready)
 			s.ready = append(s.ready, t)
@@ -439,7 +436,7 @@ func (s *Scheduler) unreadyLocked(t *typeState) {
 
 func (s *Scheduler) newFlowLocked(k *keyState, t *typeState) *flow {
 	f := s.freeFlows.get()
-	if f.jobs.less == nil { // new, not recycled
+	if f.jobs.key == nil { // new, not recycled
 		f.jobs = newJobHeap()
 	}
 	f.key, f.typ, f.typIdx, f.promoIdx = k, t, -1, -1
@@ -492,7 +489,8 @@ func (s *Scheduler) rejectLocked(reason error, perKey bool, t *typeState, k *key
 		return e
 	}
 	first, sum := -1.0, 0.0
-	for _, r := range s.running.s {
+	for _, slot := range s.running.s {
+		r := slot.v
 		rem := r.est - now.Sub(r.started).Seconds()
 		if rem < 0 {
 			rem = 0

@@ -36,7 +36,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	keyRun := map[*keyState]int{}
 	resRun := map[resKey]int{}
 	bgRun := 0
-	for _, j := range s.running.s {
+	for _, slot := range s.running.s {
+		j := slot.v
 		if j.state != jobRunning {
 			return fmt.Errorf("job %d in running heap has state %d", j.seq, j.state)
 		}
@@ -73,7 +74,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			return fmt.Errorf("type %q: flow heap broken at %d", t.name, i)
 		}
 		for _, slot := range t.flows.s {
-			f := slot.f
+			f := slot.v
 			if f.typ != t || f.jobs.Len() == 0 || f.key.capped || f.key.flowFor(t) != f {
 				return fmt.Errorf("type %q holds a flow it should not (key %q, %d jobs, capped %v)", t.name, f.key.name, f.jobs.Len(), f.key.capped)
 			}
@@ -92,7 +93,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			return fmt.Errorf("type %q: %d running above MaxConcurrency %d", t.name, t.running, c)
 		}
 	}
-	for _, f := range s.promos.s {
+	for _, slot := range s.promos.s {
+		f := slot.v
 		if f.typIdx < 0 {
 			return fmt.Errorf("flow (%q, %q) in promotion heap but not in its type heap", f.key.name, f.typ.name)
 		}
@@ -154,7 +156,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			if i := f.jobs.verify(); i >= 0 {
 				return fmt.Errorf("key %q flow %q: job heap broken at %d", name, f.typ.name, i)
 			}
-			for _, j := range f.jobs.s {
+			for _, slot := range f.jobs.s {
+				j := slot.v
 				if j.state != jobQueued || j.flow != f {
 					return fmt.Errorf("flow (%q, %q) holds job %d in state %d", name, f.typ.name, j.seq, j.state)
 				}
@@ -190,7 +193,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			if h.Len() == 0 || h.verify() >= 0 {
 				return fmt.Errorf("resource %v: bad waiter heap for flow (%q, %q)", rk, f.key.name, f.typ.name)
 			}
-			for _, j := range h.s {
+			for _, slot := range h.s {
+				j := slot.v
 				if j.state != jobParked || j.flow != f || j.jobID != rk.id {
 					return fmt.Errorf("resource %v: waiter %d in state %d", rk, j.seq, j.state)
 				}
@@ -207,7 +211,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		// has a ready job on it that will take it or hand the turn on.
 		for f := range r.waiters {
 			ready := false
-			for _, j := range f.jobs.s {
+			for _, slot := range f.jobs.s {
+				j := slot.v
 				ready = ready || (j.typ.cfg.ConflictGroup == rk.group && j.jobID == rk.id)
 			}
 			if !ready {
@@ -243,7 +248,8 @@ func (s *Scheduler) activeKeyLocked(name string) *keyState {
 // dumpLocked renders the scheduler state for failure messages.
 func (s *Scheduler) dumpLocked() string {
 	out := fmt.Sprintf("inUse=%d/%d queued=%d vsys=%.3f\n", s.inUse, s.cfg.Capacity, s.queued, s.vsys)
-	for _, j := range s.running.s {
+	for _, slot := range s.running.s {
+		j := slot.v
 		out += fmt.Sprintf("  running %s/%s key=%q tag=%.3f est=%.3f\n", j.typ.name, j.jobID, j.key.name, j.startTag, j.est)
 	}
 	for _, k := range s.activeKeysLocked() {

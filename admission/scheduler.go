@@ -46,13 +46,13 @@ type Scheduler struct {
 	pinned      map[string]*keyState                // active keys the LRU evicted, until they go idle
 	costs       *simplelru.LRU[costKey, *costEntry] // learned estimates, bounded
 	resources   map[resKey]*resource                // held, waited-on or idle resources
-	running     indexedHeap[*job]                   // running jobs by start tag (V_sys)
-	promos      indexedHeap[*flow]                  // flows by next promotion instant
-	longest     indexedHeap[*keyState]              // keys with queued jobs, longest first
+	running     keyedHeap[runKey, *job]             // running jobs by start tag (V_sys)
+	promos      keyedHeap[promoKey, *flow]          // flows by next promotion instant
+	longest     keyedHeap[longKey, *keyState]       // keys with queued jobs, longest first
 	freeFlows   freeList[flow]                      // recycled flows, no jobs
 	freeRes     freeList[resource]                  // recycled conflict entries, no holder or waiter
 	freeJobs    freeList[job]                       // records of released foreground permits
-	freeWaiters freeList[indexedHeap[*job]]         // emptied waiter heaps of resources
+	freeWaiters freeList[jobHeap]                   // emptied waiter heaps of resources
 	idleRes     int                                 // entries of resources with no holder and no waiter
 
 	inUse  int     // seats held == running.Len()
@@ -85,13 +85,13 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		tiers:       make(map[Priority]*tierState),
 		pinned:      make(map[string]*keyState),
 		resources:   make(map[resKey]*resource),
-		running:     indexedHeap[*job]{less: lowerStartTag, index: jobIndex},
-		promos:      indexedHeap[*flow]{less: earlierPromo, index: flowPromoIndex},
-		longest:     indexedHeap[*keyState]{less: longerQueue, index: keyLongIndex},
+		running:     newRunHeap(),
+		promos:      newPromoHeap(),
+		longest:     newLongestHeap(),
 		freeFlows:   freeList[flow]{max: maxFree},
 		freeRes:     freeList[resource]{max: maxFree},
 		freeJobs:    freeList[job]{max: maxFree},
-		freeWaiters: freeList[indexedHeap[*job]]{max: maxFree},
+		freeWaiters: freeList[jobHeap]{max: maxFree},
 	}
 	if s.keys, err = simplelru.NewLRU[string, *keyState](c.MaxKeys, s.onKeyEvicted); err != nil {
 		return nil, fmt.Errorf("%w: MaxKeys: %v", ErrInvalidConfig, err)
@@ -108,13 +108,6 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 // alone (one clock read instead of time.Now's two), which is all the
 // scheduler needs: it only ever subtracts its own readings.
 func (s *Scheduler) now() time.Time { return s.epoch.Add(time.Since(s.epoch)) }
-
-func lowerStartTag(a, b *job) bool {
-	if a.startTag != b.startTag {
-		return a.startTag < b.startTag
-	}
-	return a.seq < b.seq
-}
 
 // RegisterType registers job type t. Registering the same type again with an
 // identical config is a no-op; with a different config it is an error, as is
@@ -141,6 +134,7 @@ func (s *Scheduler) RegisterType(t JobType, c JobTypeConfig) error {
 		name:     t,
 		cfg:      c,
 		tier:     tier,
+		flows:    newFlowHeap(),
 		readyIdx: -1,
 	}
 	return nil

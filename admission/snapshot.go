@@ -149,8 +149,9 @@ func beforeAt(a, b queuedEntry) bool {
 // SnapshotMaxQueue in a bounded heap whose top is the worst kept entry, so
 // the cost is O(n log SnapshotMaxQueue).
 func (s *Scheduler) queueOrderLocked(keys []*keyState, now time.Time) []QueuedSnapshot {
-	kept := indexedHeap[*queuedEntry]{
-		less:  func(a, b *queuedEntry) bool { return beforeAt(*b, *a) },
+	kept := keyedHeap[*queuedEntry, *queuedEntry]{
+		key:   func(e *queuedEntry) *queuedEntry { return e },
+		less:  func(a, b **queuedEntry) bool { return beforeAt(**b, **a) },
 		index: func(e *queuedEntry) *int { return &e.idx },
 	}
 	for _, k := range keys {

@@ -81,8 +81,46 @@ func olderJob(a, b *job) bool {
 
 func jobIndex(j *job) *int { return &j.idx }
 
-func newJobHeap() indexedHeap[*job] {
-	return indexedHeap[*job]{less: olderJob, index: jobIndex}
+// jobKey orders queued jobs by age: aging start, then arrival.
+type jobKey struct {
+	at  int64 // agingAt
+	seq uint64
+}
+
+func jobAgeKey(j *job) jobKey { return jobKey{j.agingAt, j.seq} }
+
+func lessJobKey(a, b *jobKey) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.seq < b.seq
+}
+
+// jobHeap holds queued jobs by age (a flow's, or a resource's waiters of one
+// flow).
+type jobHeap = keyedHeap[jobKey, *job]
+
+func newJobHeap() jobHeap {
+	return jobHeap{key: jobAgeKey, less: lessJobKey, index: jobIndex}
+}
+
+// runKey orders running jobs by start tag (the least is V_sys's candidate).
+type runKey struct {
+	tag float64
+	seq uint64
+}
+
+func newRunHeap() keyedHeap[runKey, *job] {
+	return keyedHeap[runKey, *job]{
+		key: func(j *job) runKey { return runKey{j.startTag, j.seq} },
+		less: func(a, b *runKey) bool {
+			if a.tag != b.tag {
+				return a.tag < b.tag
+			}
+			return a.seq < b.seq
+		},
+		index: jobIndex,
+	}
 }
 
 // flow is the queued work of one (fairness key, job type).
@@ -99,7 +137,7 @@ func newJobHeap() indexedHeap[*job] {
 type flow struct {
 	key    *keyState
 	typ    *typeState
-	jobs   indexedHeap[*job]
+	jobs   jobHeap
 	parked int
 
 	typIdx   int
@@ -113,12 +151,25 @@ type flow struct {
 	headSeq uint64 // head's seq: breaks promotion-instant ties
 }
 
-func flowPromoIndex(f *flow) *int { return &f.promoIdx }
-func earlierPromo(a, b *flow) bool {
-	if !a.promoAt.Equal(b.promoAt) {
-		return a.promoAt.Before(b.promoAt)
+func flowTypIndex(f *flow) *int { return &f.typIdx }
+
+// promoKey orders flows by the instant their head's rank next changes.
+type promoKey struct {
+	at  int64 // promoAt, Unix nanoseconds
+	seq uint64
+}
+
+func newPromoHeap() keyedHeap[promoKey, *flow] {
+	return keyedHeap[promoKey, *flow]{
+		key: func(f *flow) promoKey { return promoKey{f.promoAt.UnixNano(), f.headSeq} },
+		less: func(a, b *promoKey) bool {
+			if a.at != b.at {
+				return a.at < b.at
+			}
+			return a.seq < b.seq
+		},
+		index: func(f *flow) *int { return &f.promoIdx },
 	}
-	return a.headSeq < b.headSeq
 }
 
 // keyState is one fairness key.
@@ -184,15 +235,24 @@ func (k *keyState) unlinkJob(j *job) {
 	k.queued--
 }
 
-// longerQueue orders keys by queued jobs, longest first.
-func longerQueue(a, b *keyState) bool {
-	if a.queued != b.queued {
-		return a.queued > b.queued
-	}
-	return a.name < b.name
+// longKey orders keys by queued jobs, longest first, then by name.
+type longKey struct {
+	queued int
+	name   string
 }
 
-func keyLongIndex(k *keyState) *int { return &k.longIdx }
+func newLongestHeap() keyedHeap[longKey, *keyState] {
+	return keyedHeap[longKey, *keyState]{
+		key: func(k *keyState) longKey { return longKey{k.queued, k.name} },
+		less: func(a, b *longKey) bool {
+			if a.queued != b.queued {
+				return a.queued > b.queued
+			}
+			return a.name < b.name
+		},
+		index: func(k *keyState) *int { return &k.longIdx },
+	}
+}
 
 // typeState is one registered job type.
 //
@@ -204,7 +264,7 @@ type typeState struct {
 	cfg             JobTypeConfig
 	tier            *tierState
 	running, queued int
-	flows           flowHeap
+	flows           keyedHeap[sortKey, *flow]
 	readyIdx        int
 }
 
@@ -238,7 +298,7 @@ type resKey struct {
 // returned to it — so some job will take the resource or hand the turn on.
 type resource struct {
 	holders int
-	waiters map[*flow]*indexedHeap[*job]
+	waiters map[*flow]*jobHeap
 	nwait   int
 }
 
