@@ -294,11 +294,14 @@ func newDispatchBench(b *testing.B, v dispatchVariant, queued, keys int) *dispat
 		d.now = d.now.Add(dispatchStep)
 		j := s.newJobLocked()
 		j.jobID, j.foreground = id, true
-		if _, err := s.enqueueLocked(j, d.ts, "client-"+k, d.now, nil); err != nil {
+		// An arrival with nothing queued may be admitted by enqueueLocked itself.
+		w, err := s.enqueueLocked(j, d.ts, "client-"+k, d.now, nil)
+		if err != nil {
 			b.Fatal(err)
 		}
+		d.running = append(d.running, w...)
 	}
-	d.running = s.dispatchLocked(d.now, nil)
+	d.running = s.dispatchLocked(d.now, d.running)
 	if len(d.running) != dispatchCapacity || s.queued != queued {
 		b.Fatalf("setup: %d running, %d queued; want %d, %d", len(d.running), s.queued, dispatchCapacity, queued)
 	}
@@ -344,8 +347,8 @@ func (d *dispatchBench) step(b *testing.B) {
 	s.freeJobLocked(old)  // as Permit.Release does
 	j := s.newJobLocked() // as Acquire does: the record just freed
 	j.jobID, j.foreground = id, true
-	if _, err := s.enqueueLocked(j, d.ts, a.key.name, d.now, nil); err != nil {
-		b.Fatal(err)
+	if w, err := s.enqueueLocked(j, d.ts, a.key.name, d.now, nil); err != nil || len(w) != 0 {
+		b.Fatalf("replacement arrival: %v, admitted %d at once (the queue is never empty here)", err, len(w))
 	}
 }
 
@@ -560,10 +563,11 @@ func BenchmarkMemory(b *testing.B) {
 				for i := range keys {
 					j := s.newJobLocked()
 					j.jobID, j.foreground = "repo", true
-					if _, err := s.enqueueLocked(j, ts, "client-"+strconv.Itoa(i), now, nil); err != nil {
+					w, err := s.enqueueLocked(j, ts, "client-"+strconv.Itoa(i), now, nil)
+					if err != nil {
 						b.Fatal(err)
 					}
-					if w := s.dispatchLocked(now, nil); len(w) != 1 {
+					if w = s.dispatchLocked(now, w); len(w) != 1 {
 						b.Fatalf("admitted %d", len(w))
 					}
 					s.finishLocked(j, now, time.Second, true)

@@ -100,13 +100,23 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		// Look again: a push-out above may have changed what the LRU holds.
 		k = s.wakeKeyLocked(s.keyLocked(key), key, now)
 	}
+	s.seq++
+	j.s, j.typ, j.key = s, t, k
+	j.seq, j.enqueued, j.agingStart, j.agingAt = s.seq, now, now, now.UnixNano()
+	if s.queued == 0 {
+		// Nothing else waits, so if j may start, it is the job dispatch would
+		// pick: it takes its seat here without passing through the queue's
+		// structures (the uncontended case). Its key has no flows to re-sort.
+		if r := s.resourceLocked(j); s.mayStartLocked(j, r) {
+			s.seatLocked(j, r, now)
+			return append(wake, j), nil
+		}
+	}
 	f := k.flowFor(t)
 	if f == nil {
 		f = s.newFlowLocked(k, t)
 	}
-	s.seq++
-	j.s, j.typ, j.key, j.flow = s, t, k, f
-	j.seq, j.enqueued, j.agingStart, j.agingAt = s.seq, now, now, now.UnixNano()
+	j.flow = f
 	j.state = jobQueued
 	f.jobs.Push(j)
 	k.pushJob(j)
@@ -218,11 +228,6 @@ func (s *Scheduler) parkLocked(j *job, r *resource, now time.Time) {
 // if one exists (it is free).
 func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 	f, k, t := j.flow, j.key, j.typ
-	// The flow's rank orders it; the job's own record is computed afresh,
-	// since a flow whose rank can no longer change (urgent, or at the
-	// ceiling) is not re-ranked as it keeps aging.
-	rk := rankAt(s.cfg.Aging, t.cfg.Priority, j.agingStart, now)
-	j.eff, j.urgent, j.promoted = rk.eff, rk.urgent, rk.promoted
 	f.jobs.Remove(j.idx)
 	j.flow = nil
 	k.unlinkJob(j)
@@ -230,7 +235,33 @@ func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 	s.queued--
 	t.queued--
 	t.tier.queued--
+	if !j.foreground {
+		s.bgQueued--
+	}
+	s.seatLocked(j, r, now)
+	s.syncFlowLocked(f, now)
+	s.keyChangedLocked(k, now)
+}
 
+// mayStartLocked reports whether j, a new arrival with resource entry r,
+// satisfies every admission criterion of DESIGN §3 (a new job is never
+// urgent: Priority is below Aging.Urgent).
+func (s *Scheduler) mayStartLocked(j *job, r *resource) bool {
+	t, k := j.typ, j.key
+	return s.inUse < s.cfg.Capacity && !t.blocked() && t.tier.running < t.tier.cap &&
+		(k.policy.MaxInFlight == 0 || k.running < k.policy.MaxInFlight) &&
+		(r == nil || r.holders == 0)
+}
+
+// seatLocked gives j, which is in no queue structure, a seat: it charges its
+// key the estimate, counts it and takes its resource. r is its resource's
+// entry if one exists (it is free).
+func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
+	k, t := j.key, j.typ
+	// The job's rank is computed afresh: a flow whose rank can no longer
+	// change (urgent, or at the ceiling) is not re-ranked as it keeps aging.
+	rk := rankAt(s.cfg.Aging, t.cfg.Priority, j.agingStart, now)
+	j.eff, j.urgent, j.promoted = rk.eff, rk.urgent, rk.promoted
 	j.state = jobRunning
 	j.started = now
 	j.est, j.cost = s.estimateLocked(t, j.jobID, now)
@@ -255,7 +286,6 @@ func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 	}
 	if !j.foreground {
 		s.wg.Add(1) // before Close can Wait: Close waits until bgRunning is 0
-		s.bgQueued--
 		s.bgRunning++
 		if j.timer != nil {
 			j.timer.Stop()
@@ -269,8 +299,6 @@ func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 	if p := k.policy.MaxInFlight; p > 0 && k.running >= p {
 		k.capped = true
 	}
-	s.syncFlowLocked(f, now)
-	s.keyChangedLocked(k, now)
 }
 
 // finishLocked ends a running job. observed is the seat time to charge; learn
