@@ -22,6 +22,12 @@ func (s *Scheduler) Acquire(ctx context.Context, r Request) (*Permit, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: Acquire: nil context", ErrInvalidConfig)
 	}
+	return s.acquire(ctx, r, nil)
+}
+
+// acquire is Acquire; cancel, if not nil, is attached to the job at arrival
+// so that Close can cancel the work once it runs (RunSync).
+func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.CancelFunc) (*Permit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -35,7 +41,7 @@ func (s *Scheduler) Acquire(ctx context.Context, r Request) (*Permit, error) {
 		return nil, err
 	}
 	j := s.newJobLocked()
-	j.jobID, j.foreground = jobID, true
+	j.jobID, j.foreground, j.cancel = jobID, true, cancel
 	wake, err := s.enqueueLocked(j, ts, key, now, buf[:0])
 	if err == nil {
 		wake = s.dispatchLocked(now, wake)
@@ -138,22 +144,16 @@ func (s *Scheduler) RunSync(ctx context.Context, t JobType, jobID, fairnessKey s
 	if fn == nil {
 		return fmt.Errorf("%w: RunSync: nil fn for job type %q", ErrInvalidConfig, t)
 	}
-	p, err := s.Acquire(ctx, Request{Type: t, JobID: jobID, FairnessKey: fairnessKey})
+	if ctx == nil {
+		return fmt.Errorf("%w: RunSync: nil context", ErrInvalidConfig)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p, err := s.acquire(ctx, Request{Type: t, JobID: jobID, FairnessKey: fairnessKey}, cancel)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	s.mu.Lock()
-	p.j.cancel = cancel
-	stopped := s.stopped
-	s.mu.Unlock()
-	if stopped {
-		cancel()
-	}
-	defer func() {
-		cancel()
-		p.Release()
-	}()
+	defer p.Release()
 	return fn(ctx)
 }
 

@@ -59,7 +59,6 @@ func (s *Scheduler) Close(ctx context.Context) error {
 		err = s.stop(ctx.Err())
 	}
 	s.mu.Lock()
-	s.stopped = true
 	for _, slot := range s.running.s {
 		if j := slot.v; j.cancel != nil {
 			j.cancel()
@@ -89,7 +88,6 @@ func (s *Scheduler) stop(cause error) error {
 		}
 	}
 	running := s.bgRunning
-	s.stopped = true
 	s.mu.Unlock()
 	for _, j := range dropped {
 		s.reportDropped(j)

@@ -80,6 +80,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		s.counters.RejectedQueueFull++
 		return wake, s.rejectLocked(ErrQueueFull, true, t, k, now)
 	}
+	pushedOut := false
 	if s.queued >= s.cfg.MaxQueue {
 		// Fair push-out: the longest queue gives up its newest job to a key
 		// with fewer queued; otherwise the arrival itself is turned away.
@@ -94,14 +95,17 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		s.counters.RejectedQueueFull++
 		s.counters.PushedOut++
 		wake = append(wake, victim)
+		pushedOut = true
 	}
 
+	if pushedOut {
+		k = s.keyLocked(key) // the push-out may have changed what the LRU holds
+	}
 	if k == nil || !k.active {
-		// Look again: a push-out above may have changed what the LRU holds.
-		k = s.wakeKeyLocked(s.keyLocked(key), key, now)
+		k = s.wakeKeyLocked(k, key, now)
 	}
 	s.seq++
-	j.s, j.typ, j.key = s, t, k
+	j.typ, j.key = t, k
 	j.seq, j.enqueued, j.agingStart, j.agingAt = s.seq, now, now, now.UnixNano()
 	if s.queued == 0 {
 		// Nothing else waits, so if j may start, it is the job dispatch would
@@ -239,8 +243,7 @@ func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 		s.bgQueued--
 	}
 	s.seatLocked(j, r, now)
-	s.syncFlowLocked(f, now)
-	s.keyChangedLocked(k, now)
+	s.keyChangedLocked(k, now) // re-sorts f too: it is one of k's flows
 }
 
 // mayStartLocked reports whether j, a new arrival with resource entry r,
@@ -403,9 +406,12 @@ func (s *Scheduler) advanceVsysLocked() {
 // or cap changed. Call it right after the change, before any other heap
 // operation: k's flows sit in several type heaps, and a heap whose element's
 // key changed without a Fix is only a heap again once that Fix is done.
+//
+// It walks k.flows backwards because a sync may recycle an emptied flow,
+// which moves the last flow into its place: that one was already synced.
 func (s *Scheduler) keyChangedLocked(k *keyState, now time.Time) {
-	for _, f := range k.flows {
-		s.syncFlowLocked(f, now)
+	for i := len(k.flows) - 1; i >= 0; i-- {
+		s.syncFlowLocked(k.flows[i], now)
 	}
 }
 
@@ -432,7 +438,7 @@ func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
 	}
 	head := f.jobs.Top()
 	r := rankAt(s.cfg.Aging, t.cfg.Priority, head.agingStart, now)
-	f.eff, f.urgent, f.promoted, f.promoAt, f.headSeq = r.eff, r.urgent, r.promoted, r.next, head.seq
+	f.eff, f.urgent, f.promoAt = r.eff, r.urgent, r.next
 	if f.typIdx >= 0 {
 		t.flows.Fix(f.typIdx)
 	} else {

@@ -79,7 +79,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 				return fmt.Errorf("type %q holds a flow it should not (key %q, %d jobs, capped %v)", t.name, f.key.name, f.jobs.Len(), f.key.capped)
 			}
 			if h, k := f.jobs.Top(), slot.k; k.v != f.key.v || k.belowMin != f.key.belowMin() || k.headAt != h.agingAt ||
-				h.agingAt != h.agingStart.UnixNano() || k.headSeq != h.seq || f.headSeq != h.seq || k.urgent != f.urgent || k.eff != f.eff {
+				h.agingAt != h.agingStart.UnixNano() || k.headSeq != h.seq || k.urgent != f.urgent || k.eff != f.eff {
 				return fmt.Errorf("flow (%q, %q): sort key in the heap %+v is stale", f.key.name, t.name, k)
 			}
 			if (f.promoIdx >= 0) != !f.promoAt.IsZero() {

@@ -23,13 +23,15 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 // WithTracerProvider sets the OpenTelemetry tracer provider; the default is
-// the global one.
+// the global one. The scheduler emits no spans yet (they arrive with the
+// observability work); the option is accepted so callers can wire it now.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(o *options) { o.tracerProvider = tp })
 }
 
 // WithMeterProvider sets the OpenTelemetry meter provider; the default is the
-// global one.
+// global one. The scheduler records no metrics yet (Snapshot has the
+// counters); the option is accepted so callers can wire it now.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(o *options) { o.meterProvider = mp })
 }

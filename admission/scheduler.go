@@ -28,7 +28,6 @@ type Scheduler struct {
 	// Fields above mu never change after New.
 	cfg        Config
 	log        *slog.Logger
-	opts       options
 	baseCtx    context.Context    // parent of background jobs' contexts
 	cancelBase context.CancelFunc // cancels them at Close
 	wg         sync.WaitGroup     // background job goroutines
@@ -62,7 +61,6 @@ type Scheduler struct {
 
 	bgQueued, bgRunning int           // background jobs queued and running
 	closing             bool          // Close was called
-	stopped             bool          // Close gave up waiting: running work was cancelled
 	bgIdle              chan struct{} // closed when closing and no background job is left
 	closeDone           chan struct{} // closed when the first Close returns
 
@@ -80,7 +78,6 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 	s := &Scheduler{
 		cfg:         c,
 		log:         o.logger,
-		opts:        o,
 		types:       make(map[JobType]*typeState),
 		tiers:       make(map[Priority]*tierState),
 		pinned:      make(map[string]*keyState),

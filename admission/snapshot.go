@@ -142,7 +142,8 @@ func beforeAt(a, b queuedEntry) bool {
 			return a.j.key.v < b.j.key.v
 		}
 	}
-	return olderJob(a.j, b.j)
+	ka, kb := jobAgeKey(a.j), jobAgeKey(b.j)
+	return lessJobKey(&ka, &kb)
 }
 
 // queueOrderLocked ranks every queued job at now and keeps the first

@@ -32,7 +32,6 @@ type Permit struct {
 
 // job is one request or background job, from arrival until it ends.
 type job struct {
-	s     *Scheduler
 	typ   *typeState
 	key   *keyState
 	flow  *flow  // set while queued or parked
@@ -69,14 +68,6 @@ type job struct {
 	fn         func(context.Context) error // background work
 	timer      *time.Timer                 // background MaxWait
 	cancel     context.CancelFunc          // RunSync and background: cancelled at Close
-}
-
-// olderJob orders jobs by aging start, then arrival.
-func olderJob(a, b *job) bool {
-	if a.agingAt != b.agingAt {
-		return a.agingAt < b.agingAt
-	}
-	return a.seq < b.seq
 }
 
 func jobIndex(j *job) *int { return &j.idx }
@@ -143,12 +134,10 @@ type flow struct {
 	typIdx   int
 	promoIdx int
 
-	urgent   bool
-	eff      Priority
-	promoted int       // promotions of the head
-	promoAt  time.Time // next instant the head's rank changes; zero = never
+	urgent  bool
+	eff     Priority
+	promoAt time.Time // next instant the head's rank changes; zero = never
 
-	headSeq uint64 // head's seq: breaks promotion-instant ties
 }
 
 func flowTypIndex(f *flow) *int { return &f.typIdx }
@@ -161,7 +150,7 @@ type promoKey struct {
 
 func newPromoHeap() keyedHeap[promoKey, *flow] {
 	return keyedHeap[promoKey, *flow]{
-		key: func(f *flow) promoKey { return promoKey{f.promoAt.UnixNano(), f.headSeq} },
+		key: func(f *flow) promoKey { return promoKey{f.promoAt.UnixNano(), f.jobs.Top().seq} },
 		less: func(a, b *promoKey) bool {
 			if a.at != b.at {
 				return a.at < b.at

@@ -31,21 +31,18 @@ func FirstOf(sources ...KeyFunc) KeyFunc {
 
 // ClientCert keys a request by its verified TLS client certificate: the
 // leaf's SPIFFE ID ("spiffe:spiffe://trust.domain/path") when it carries
-// exactly one URI SAN with the spiffe scheme, as an X.509-SVID does, else its
-// subject ("subject:CN=..."). Only chains the server verified count
+// exactly one URI SAN with the spiffe scheme and a trust domain, as an
+// X.509-SVID does, else its non-empty subject ("subject:CN=..."). Only chains
+// the server verified count
 // (r.TLS.VerifiedChains): under tls.RequestClientCert or
 // RequireAnyClientCert a client could present any certificate, and so claim
 // any identity. It returns "" when there is no verified client certificate.
 func ClientCert() KeyFunc {
 	return func(r *http.Request) (string, error) {
-		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		if r.TLS == nil {
 			return "", nil
 		}
-		leaf := r.TLS.VerifiedChains[0][0]
-		if len(leaf.URIs) == 1 && leaf.URIs[0].Scheme == "spiffe" {
-			return "spiffe:" + leaf.URIs[0].String(), nil
-		}
-		return "subject:" + leaf.Subject.String(), nil
+		return clientkey.Cert(r.TLS.VerifiedChains), nil
 	}
 }
 

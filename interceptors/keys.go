@@ -86,17 +86,7 @@ func ClientCert() KeyFunc {
 		case *credentials.TLSInfo:
 			chains = ti.State.VerifiedChains
 		}
-		if len(chains) == 0 || len(chains[0]) == 0 {
-			return "", nil
-		}
-		leaf := chains[0][0]
-		if len(leaf.URIs) == 1 && strings.EqualFold(leaf.URIs[0].Scheme, "spiffe") && leaf.URIs[0].Host != "" {
-			return "spiffe:" + leaf.URIs[0].String(), nil
-		}
-		if subj := leaf.Subject.String(); subj != "" {
-			return "subject:" + subj, nil
-		}
-		return "", nil
+		return clientkey.Cert(chains), nil
 	}
 }
 

@@ -10,6 +10,7 @@ package clientkey
 
 import (
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -122,6 +123,27 @@ func First[A any, F ~func(A) (string, error)](arg A, noKey error, sources []F) (
 		}
 	}
 	return "", errors.Join(append([]error{noKey}, errs...)...)
+}
+
+// Cert returns the key of a verified client certificate chain: the leaf's
+// SPIFFE ID ("spiffe:spiffe://domain/path") when it carries exactly one URI
+// SAN, with the spiffe scheme and a trust domain, as an X.509-SVID does; else
+// its subject ("subject:CN=..."); "" when there is no verified chain or the
+// subject is empty. Pass only chains the TLS stack verified
+// (tls.ConnectionState.VerifiedChains): a presented but unverified
+// certificate would let a client claim any identity.
+func Cert(verified [][]*x509.Certificate) string {
+	if len(verified) == 0 || len(verified[0]) == 0 {
+		return ""
+	}
+	leaf := verified[0][0]
+	if len(leaf.URIs) == 1 && strings.EqualFold(leaf.URIs[0].Scheme, "spiffe") && leaf.URIs[0].Host != "" {
+		return "spiffe:" + leaf.URIs[0].String()
+	}
+	if subj := leaf.Subject.String(); subj != "" {
+		return "subject:" + subj
+	}
+	return ""
 }
 
 // Prefixes is a set of trusted network prefixes (proxies, load balancers).
