@@ -49,8 +49,9 @@
 // Whenever a seat may have opened or work arrived, dispatch admits as many
 // jobs as fit. A queued job is admissible when (1) a seat is free, (2) its
 // type is below MaxConcurrency, (3) no running job conflicts with it, (4) its
-// key is below MaxInFlight, (5) its type is not paused and (6) its tier is
-// below its cap, unless the job is urgent. Among admissible jobs the order is
+// key is below MaxInFlight, (5) its type is not paused (pausing is not
+// implemented yet, so this always holds) and (6) its tier is below its cap,
+// unless the job is urgent. Among admissible jobs the order is
 // urgent first (oldest first), then effective priority (highest first), then
 // keys below their MinSeats, then V_k (lowest first), then arrival (oldest
 // first); the sequence number assigned at enqueue breaks every remaining tie,
@@ -70,7 +71,7 @@
 //   - typeState.flows: a heap of the type's flows that have a job ready,
 //     ordered by the dispatch order of their heads. A flow's position changes
 //     only when its head changes, its key's V_k or MinSeats status changes, or
-//     its head is promoted by aging — each of those calls heap.Fix.
+//     its head is promoted by aging — each of those is one Fix of the heap.
 //   - Scheduler.promos: flows whose head will be promoted in the future,
 //     ordered by the promotion instant. Dispatch first re-ranks the flows whose
 //     instant has passed, so effective priority is exact at every dispatch
@@ -79,8 +80,15 @@
 //     parked on that resource (resource.waiters, one heap per flow) and holds
 //     no seat; when the resource is released, each waiting flow's oldest job
 //     returns to its flow. A key at MaxInFlight takes all its flows out of the
-//     type heaps until one of its jobs finishes. A type at MaxConcurrency, a
-//     paused type and a tier at its cap are skipped whole, in O(1).
+//     type heaps until one of its jobs finishes. A type at MaxConcurrency and
+//     a tier at its cap are skipped whole, in O(1).
+//   - Every ordering above is a keyedHeap: 4-ary, each element's sort key
+//     kept in the heap array beside it, so a sift compares contiguous memory
+//     and touches only the elements it moves (with 100,000 queued jobs, cache
+//     misses rather than comparisons set the cost).
+//   - An arrival when nothing at all is queued, if it may start, is the job
+//     dispatch would pick; it takes its seat without entering these
+//     structures (the uncontended case).
 //
 // One dispatch step therefore looks at the top flow of each job type with
 // ready work (a small number fixed by configuration, not by load), and every
