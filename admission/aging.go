@@ -47,6 +47,18 @@ func rankAt(a *AgingConfig, base Priority, start, now time.Time) rank {
 	return r
 }
 
+// rankLocked is j's rank at now. A frozen job (its type or key is paused)
+// is ranked at the instant it froze, and its rank does not change until it
+// thaws: its aging clock stands still.
+func (s *Scheduler) rankLocked(j *job, now time.Time) rank {
+	if !j.frozenAt.IsZero() {
+		r := rankAt(s.cfg.Aging, j.prio, j.agingStart, j.frozenAt)
+		r.next = time.Time{}
+		return r
+	}
+	return rankAt(s.cfg.Aging, j.prio, j.agingStart, now)
+}
+
 // promotionsTo is n = ceil((target - base)/Step), the promotions a job of
 // base priority base needs to reach target.
 func promotionsTo(a *AgingConfig, base, target Priority) int {

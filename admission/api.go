@@ -157,37 +157,6 @@ func (s *Scheduler) RunSync(ctx context.Context, t JobType, jobID, fairnessKey s
 	return fn(ctx)
 }
 
-// Submit queues background work with fairness key "" and returns at once. It
-// fails with an error wrapping ErrUnknownJobType, ErrInvalidConfig (nil fn),
-// ErrQueueFull or ErrClosed when the job cannot be queued. Once queued, the
-// job runs in its own goroutine when admitted; its error, a panic, or its
-// expiry after MaxWait, push-out or drop at Close is reported through the
-// logger and the Snapshot counters.
-func (s *Scheduler) Submit(t JobType, jobID string, fn func(context.Context) error) error {
-	if fn == nil {
-		return fmt.Errorf("%w: Submit: nil fn for job type %q", ErrInvalidConfig, t)
-	}
-	j := &job{jobID: foldIdentifier(jobID), fn: fn}
-	now := s.now()
-	var buf [8]*job
-	s.mu.Lock()
-	ts, err := s.typeLocked(t)
-	if err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	wake, err := s.enqueueLocked(j, ts, "", now, buf[:0])
-	if err == nil {
-		wake = s.dispatchLocked(now, wake)
-		if mw := ts.cfg.MaxWait; mw > 0 && (j.state == jobQueued || j.state == jobParked) {
-			j.timer = time.AfterFunc(mw, func() { s.expire(j) })
-		}
-	}
-	s.mu.Unlock()
-	s.wakeAll(wake)
-	return err
-}
-
 // CountExempt records a request that a transport let bypass admission (a
 // health check, a metrics scrape): it takes no seat and never waits, but
 // operators see it in Snapshot().Counters.Exempt.
@@ -195,21 +164,6 @@ func (s *Scheduler) CountExempt() {
 	s.mu.Lock()
 	s.counters.Exempt++
 	s.mu.Unlock()
-}
-
-// expire ends a background job still queued after its type's MaxWait.
-func (s *Scheduler) expire(j *job) {
-	now := s.now()
-	s.mu.Lock()
-	if j.state != jobQueued && j.state != jobParked {
-		s.mu.Unlock()
-		return
-	}
-	s.unqueueLocked(j, now)
-	s.counters.RejectedWaitTimeout++
-	j.err = s.rejectLocked(ErrWaitTimeout, false, j.typ, nil, now)
-	s.mu.Unlock()
-	s.reportDropped(j)
 }
 
 // wakeAll acts on the jobs a locked section admitted or rejected, after the
@@ -242,14 +196,16 @@ func (s *Scheduler) runBackground(j *job) {
 	var buf [8]*job
 	s.mu.Lock()
 	s.finishLocked(j, now, now.Sub(j.started), true)
+	retry := false
 	if err != nil {
 		s.counters.Failed++
+		retry = s.retryLocked(j, err, now)
 	}
 	wake := s.dispatchLocked(now, buf[:0])
 	s.mu.Unlock()
 	s.wakeAll(wake)
 	if err != nil {
-		s.log.Warn("admission: background job failed", "type", string(j.typ.name), "job_id", j.jobID, "err", err)
+		s.log.Warn("admission: background job failed", "type", string(j.typ.name), "job_id", j.jobID, "err", err, "retry", retry)
 	}
 }
 
@@ -260,7 +216,8 @@ func (s *Scheduler) call(j *job) (err error) {
 			err = fmt.Errorf("%w: %v\n%s", ErrJobPanicked, v, debug.Stack())
 		}
 	}()
-	ctx, cancel := context.WithCancel(s.baseCtx)
+	ctx, cancel := context.WithCancel(j.ctx)
 	defer cancel()
+	defer context.AfterFunc(s.baseCtx, cancel)()
 	return j.fn(ctx)
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // Close stops admission. New calls fail with ErrClosed and queued foreground
-// requests fail with ErrClosed at once. Queued background jobs keep being
+// requests fail with ErrClosed at once, as do queued background jobs of a
+// paused type or key (Close does not lift pauses). Queued background jobs keep being
 // admitted until none is queued or running, or until ctx ends; then the
 // contexts of the jobs still running under the scheduler (RunSync and Submit)
 // are cancelled, background jobs that never ran are reported through the
@@ -37,14 +38,37 @@ func (s *Scheduler) Close(ctx context.Context) error {
 	for _, k := range s.activeKeysLocked() {
 		for j := k.head; j != nil; {
 			next := j.next
-			if j.foreground {
+			switch {
+			case j.foreground:
 				s.unqueueLocked(j, now)
 				s.counters.RejectedClosed++
 				j.err = &RejectedError{Reason: ErrClosed, Type: j.typ.name}
 				wake = append(wake, j)
+			case !j.frozenAt.IsZero():
+				// Paused background work cannot run while Close drains, and
+				// Close does not overrule an operator's pause: it is dropped.
+				s.unqueueLocked(j, now)
+				s.counters.Dropped++
+				j.err = fmt.Errorf("%w: dropped by Close: its job type or key is paused", ErrClosed)
+				wake = append(wake, j)
 			}
 			j = next
 		}
+	}
+	for j := range s.retrying {
+		// A retry not yet due is not attempted again: Close would otherwise
+		// wait out its backoff.
+		j.timer.Stop()
+		delete(s.retrying, j)
+		s.counters.Dropped++
+		j.err = fmt.Errorf("%w: dropped by Close while waiting to retry", ErrClosed)
+		wake = append(wake, j)
+	}
+	for _, t := range s.types {
+		t.pause.stop()
+	}
+	for _, p := range s.pausedKeys {
+		p.stop()
 	}
 	idle := make(chan struct{})
 	s.bgIdle = idle

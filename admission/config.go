@@ -32,8 +32,47 @@ type JobTypeConfig struct {
 	MaxConcurrency int           // running jobs of this type; 0 = no cap
 	ConflictGroup  ConflictGroup // "" = conflicts with nothing
 	Priority       Priority      // higher first; value = tier cap unless Config.TierLimits
-	MaxWait        time.Duration // time allowed in the queue; 0 = until ctx ends
+	MaxWait        time.Duration // time allowed in the queue (background: the TTL); 0 = until ctx ends
+
+	// Access says whether jobs of this type may share their resource
+	// (conflict group and job ID) with other shared jobs. Default Exclusive.
+	Access Access
+	// Order is the order of one key's queued jobs of this type: FIFO by
+	// default, or ShortestFirst (Smith's rule with aging) with OrderAging
+	// the aging factor a in 1/r + a·wait (seconds; 0 = 0.1).
+	Order      Order
+	OrderAging float64
+	// Duplicates and Retry apply to background jobs (Submit).
+	Duplicates DuplicatePolicy
+	Retry      RetryPolicy
 }
+
+// Access is how a job uses its resource.
+type Access uint8
+
+const (
+	// Exclusive jobs run alone on their resource.
+	Exclusive Access = iota
+	// Shared jobs run together with other shared jobs on their resource,
+	// never with an exclusive one. A waiting exclusive job stops new shared
+	// jobs on its resource from overtaking it.
+	Shared
+)
+
+// Order is the order of one fairness key's queued jobs of one type.
+type Order uint8
+
+const (
+	// FIFO serves a key's jobs of a type oldest first.
+	FIFO Order = iota
+	// ShortestFirst serves first the job with the highest 1/r + a·wait, r its
+	// learned cost estimate in seconds and wait its time in the queue in
+	// seconds (Smith's rule with aging): cheap jobs go first, and a costly
+	// one overtakes a cheap one arriving (1/r_cheap - 1/r_costly)/a seconds
+	// after it, so none waits forever. Across keys and types the dispatch
+	// order is unchanged.
+	ShortestFirst
+)
 
 // AgingConfig turns on priority aging (see the package doc for the formulas
 // and the starvation bound). Interval must be positive.
@@ -79,6 +118,7 @@ const (
 	DefaultMaxCostEntries = 10000
 	DefaultCostTTL        = 24 * time.Hour
 	DefaultJobCost        = time.Second
+	DefaultOrderAging     = 0.1
 )
 
 // MaxIdentifierLen bounds fairness keys and job IDs. Longer values are
@@ -207,6 +247,23 @@ func (c JobTypeConfig) validate(t JobType, cfg *Config) (JobTypeConfig, error) {
 		return c, fmt.Errorf("%w: job type %q: MaxConcurrency must be >= 0, got %d", ErrInvalidConfig, t, c.MaxConcurrency)
 	case c.MaxWait < 0:
 		return c, fmt.Errorf("%w: job type %q: MaxWait must be >= 0, got %v", ErrInvalidConfig, t, c.MaxWait)
+	case c.Access > Shared:
+		return c, fmt.Errorf("%w: job type %q: unknown Access %d", ErrInvalidConfig, t, c.Access)
+	case c.Order > ShortestFirst:
+		return c, fmt.Errorf("%w: job type %q: unknown Order %d", ErrInvalidConfig, t, c.Order)
+	case math.IsNaN(c.OrderAging) || math.IsInf(c.OrderAging, 0) || c.OrderAging < 0:
+		return c, fmt.Errorf("%w: job type %q: OrderAging must be a finite number >= 0, got %v", ErrInvalidConfig, t, c.OrderAging)
+	case c.Duplicates > Supersede:
+		return c, fmt.Errorf("%w: job type %q: unknown Duplicates %d", ErrInvalidConfig, t, c.Duplicates)
+	case c.Retry.MaxAttempts < 0 || c.Retry.Initial < 0 || c.Retry.Max < 0:
+		return c, fmt.Errorf("%w: job type %q: Retry fields must be >= 0, got %+v", ErrInvalidConfig, t, c.Retry)
+	case c.Order == FIFO && c.OrderAging != 0:
+		return c, fmt.Errorf("%w: job type %q: OrderAging applies to Order ShortestFirst only", ErrInvalidConfig, t)
+	case c.Access == Shared && c.ConflictGroup == "":
+		return c, fmt.Errorf("%w: job type %q: Access Shared needs a ConflictGroup (without one the type conflicts with nothing)", ErrInvalidConfig, t)
+	}
+	if c.Order == ShortestFirst && c.OrderAging == 0 {
+		c.OrderAging = DefaultOrderAging
 	}
 	if tierCap(cfg, c.Priority) <= 0 {
 		return c, fmt.Errorf("%w: job type %q: Priority %d admits no job (its value is the tier cap); use a positive Priority or set Config.TierLimits[%d]",

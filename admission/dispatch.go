@@ -17,7 +17,7 @@ func (s *Scheduler) dispatchLocked(now time.Time, wake []*job) []*job {
 		}
 		j := f.jobs.Top()
 		r := s.resourceLocked(j)
-		if r != nil && r.holders > 0 {
+		if r != nil && !r.admits(j) {
 			// Conflict: the job waits on the resource, holding no seat, and
 			// the next best job is considered (no head-of-line blocking).
 			s.parkLocked(j, r, now)
@@ -106,7 +106,14 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 	}
 	s.seq++
 	j.typ, j.key = t, k
-	j.seq, j.enqueued, j.agingStart, j.agingAt = s.seq, now, now, now.UnixNano()
+	j.seq, j.enqueued = s.seq, now
+	if !j.ownPrio {
+		j.prio = t.cfg.Priority
+	}
+	if j.attempts == 0 { // a retry's aging clock continues from its first submission
+		j.agingStart = now
+	}
+	j.agingAt = j.agingStart.UnixNano()
 	if s.queued == 0 {
 		// Nothing else waits, so if j may start, it is the job dispatch would
 		// pick: it takes its seat here without passing through the queue's
@@ -116,9 +123,12 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 			return append(wake, j), nil
 		}
 	}
-	f := k.flowFor(t)
+	f := k.flowFor(t, j.prio)
 	if f == nil {
-		f = s.newFlowLocked(k, t)
+		f = s.newFlowLocked(k, t, j.prio)
+	}
+	if t.paused || k.paused {
+		j.frozenAt = now // its aging clock starts when the pause lifts
 	}
 	j.flow = f
 	j.state = jobQueued
@@ -142,10 +152,14 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 	switch j.state {
 	case jobQueued:
 		f.jobs.Remove(j.idx)
-		s.replaceRepresentativeLocked(j, now)
+		if r := s.resourceLocked(j); r != nil {
+			replaced := s.replaceRepresentativeLocked(j, r)
+			if s.stopWaitingLocked(j, r, now) || replaced {
+				s.maybeFreeResourceLocked(r)
+			}
+		}
 	case jobParked:
-		rk := resKey{j.typ.cfg.ConflictGroup, j.jobID}
-		r := s.resources[rk]
+		r := s.resourceLocked(j)
 		h := r.waiters[f]
 		h.Remove(j.idx)
 		if h.Len() == 0 {
@@ -154,9 +168,8 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 		}
 		r.nwait--
 		f.parked--
-		if r.holders == 0 && r.nwait == 0 {
-			s.freeResourceLocked(rk, r)
-		}
+		s.stopWaitingLocked(j, r, now)
+		s.maybeFreeResourceLocked(r)
 	default:
 		panic("admission: unqueue of a job that is not queued")
 	}
@@ -165,6 +178,7 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 	if j.timer != nil {
 		j.timer.Stop()
 	}
+	s.unpendLocked(j)
 	k.unlinkJob(j)
 	s.queuedChangedLocked(k)
 	s.queued--
@@ -178,62 +192,13 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 	s.maybeIdleLocked(k, now)
 }
 
-// replaceRepresentativeLocked keeps the rule that lets a free resource have
-// parked jobs: when a resource is released, only the oldest parked job of
-// each waiting flow returns to its flow (the others cannot go before it). If
-// that job now leaves without running, the next one of its flow returns in
-// its place; otherwise it would wait on a resource nobody holds.
-func (s *Scheduler) replaceRepresentativeLocked(j *job, now time.Time) {
-	r := s.resourceLocked(j)
-	if r == nil || r.holders > 0 {
-		return
-	}
-	h := r.waiters[j.flow]
-	if h == nil {
-		return
-	}
-	next := h.Pop()
-	r.nwait--
-	if h.Len() == 0 {
-		delete(r.waiters, j.flow)
-		s.freeWaiters.put(h)
-	}
-	next.state = jobQueued
-	j.flow.parked--
-	j.flow.jobs.Push(next)
-	if r.nwait == 0 {
-		s.freeResourceLocked(resKey{j.typ.cfg.ConflictGroup, j.jobID}, r)
-	}
-}
-
-// parkLocked moves the head of its flow onto the resource that blocks it.
-func (s *Scheduler) parkLocked(j *job, r *resource, now time.Time) {
-	f := j.flow
-	f.jobs.Remove(j.idx)
-	h := r.waiters[f]
-	if h == nil {
-		if r.waiters == nil {
-			r.waiters = make(map[*flow]*jobHeap)
-		}
-		h = s.freeWaiters.get()
-		if h.key == nil { // new, not recycled
-			*h = newJobHeap()
-		}
-		r.waiters[f] = h
-	}
-	h.Push(j)
-	j.state = jobParked
-	f.parked++
-	r.nwait++
-	s.syncFlowLocked(f, now)
-}
-
 // admitLocked gives the head of its flow a seat. r is its resource's entry
-// if one exists (it is free).
+// if one exists (it admits j).
 func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 	f, k, t := j.flow, j.key, j.typ
 	f.jobs.Remove(j.idx)
 	j.flow = nil
+	s.unpendLocked(j)
 	k.unlinkJob(j)
 	s.queuedChangedLocked(k)
 	s.queued--
@@ -252,18 +217,17 @@ func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 func (s *Scheduler) mayStartLocked(j *job, r *resource) bool {
 	t, k := j.typ, j.key
 	return s.inUse < s.cfg.Capacity && !t.blocked() && t.tier.running < t.tier.cap &&
-		(k.policy.MaxInFlight == 0 || k.running < k.policy.MaxInFlight) &&
-		(r == nil || r.holders == 0)
+		!k.held() && (r == nil || r.admits(j))
 }
 
 // seatLocked gives j, which is in no queue structure, a seat: it charges its
 // key the estimate, counts it and takes its resource. r is its resource's
-// entry if one exists (it is free).
+// entry if one exists (it admits j).
 func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
 	k, t := j.key, j.typ
 	// The job's rank is computed afresh: a flow whose rank can no longer
 	// change (urgent, or at the ceiling) is not re-ranked as it keeps aging.
-	rk := rankAt(s.cfg.Aging, t.cfg.Priority, j.agingStart, now)
+	rk := rankAt(s.cfg.Aging, j.prio, j.agingStart, now)
 	j.eff, j.urgent, j.promoted = rk.eff, rk.urgent, rk.promoted
 	j.state = jobRunning
 	j.started = now
@@ -281,10 +245,15 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
 		case r == nil:
 			r = s.freeRes.get()
 			s.resources[resKey{g, j.jobID}] = r
-		case r.holders == 0 && r.nwait == 0:
+		case r.idle():
 			s.idleRes-- // an idle entry is in use again
 		}
+		if j.xwaiting {
+			j.xwaiting = false
+			r.xwait--
+		}
 		r.holders++
+		r.excl = t.cfg.Access == Exclusive
 		j.res = r
 	}
 	if !j.foreground {
@@ -340,61 +309,6 @@ func (s *Scheduler) finishLocked(j *job, now time.Time, observed time.Duration, 
 	s.maybeIdleLocked(k, now)
 }
 
-// releaseResourceLocked drops a holder of rk. When the resource is free, the
-// oldest parked job of each waiting flow returns to its flow: those are the
-// only candidates among its waiters, since a flow's older job always goes
-// first. The others stay parked.
-func (s *Scheduler) releaseResourceLocked(j *job, now time.Time) {
-	r := j.res
-	j.res = nil
-	r.holders--
-	if r.holders > 0 {
-		return
-	}
-	if r.nwait == 0 {
-		s.freeResourceLocked(resKey{j.typ.cfg.ConflictGroup, j.jobID}, r)
-		return
-	}
-	for f, h := range r.waiters {
-		j := h.Pop()
-		r.nwait--
-		f.parked--
-		if h.Len() == 0 {
-			delete(r.waiters, f)
-			s.freeWaiters.put(h)
-		}
-		j.state = jobQueued
-		f.jobs.Push(j)
-		s.syncFlowLocked(f, now)
-	}
-	if r.nwait == 0 {
-		s.freeResourceLocked(resKey{j.typ.cfg.ConflictGroup, j.jobID}, r)
-	}
-}
-
-// maxIdleResources bounds the conflict-table entries kept with no holder
-// and no waiter.
-const maxIdleResources = 4096
-
-// freeResourceLocked notes that an entry has no holder and no waiter. It
-// stays in the table, so the next job on the same resource (the common case:
-// popular repositories) costs no map insert and delete; once more than
-// maxIdleResources entries are idle, all of them are deleted in one sweep, so
-// the table's size stays bounded and the sweep costs O(1) per job amortized.
-func (s *Scheduler) freeResourceLocked(rk resKey, r *resource) {
-	s.idleRes++
-	if s.idleRes <= maxIdleResources {
-		return
-	}
-	for rk, r := range s.resources {
-		if r.holders == 0 && r.nwait == 0 {
-			delete(s.resources, rk)
-			s.freeRes.put(r)
-		}
-	}
-	s.idleRes = 0
-}
-
 // advanceVsysLocked keeps V_sys = max(V_sys, min start tag of running jobs).
 func (s *Scheduler) advanceVsysLocked() {
 	if s.running.Len() > 0 && s.running.Top().startTag > s.vsys {
@@ -421,7 +335,7 @@ func (s *Scheduler) keyChangedLocked(k *keyState, now time.Time) {
 // no job at all. Every change to a flow or its key ends here.
 func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
 	t := f.typ
-	if f.jobs.Len() == 0 || f.key.capped {
+	if f.jobs.Len() == 0 || f.key.held() {
 		if f.typIdx >= 0 {
 			t.flows.Remove(f.typIdx)
 			if t.flows.Len() == 0 {
@@ -437,7 +351,7 @@ func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
 		return
 	}
 	head := f.jobs.Top()
-	r := rankAt(s.cfg.Aging, t.cfg.Priority, head.agingStart, now)
+	r := s.rankLocked(head, now)
 	f.eff, f.urgent, f.promoAt = r.eff, r.urgent, r.next
 	if f.typIdx >= 0 {
 		t.flows.Fix(f.typIdx)
@@ -468,12 +382,12 @@ func (s *Scheduler) unreadyLocked(t *typeState) {
 	t.readyIdx = -1
 }
 
-func (s *Scheduler) newFlowLocked(k *keyState, t *typeState) *flow {
+func (s *Scheduler) newFlowLocked(k *keyState, t *typeState, prio Priority) *flow {
 	f := s.freeFlows.get()
 	if f.jobs.key == nil { // new, not recycled
 		f.jobs = newJobHeap()
 	}
-	f.key, f.typ, f.typIdx, f.promoIdx = k, t, -1, -1
+	f.key, f.typ, f.prio, f.typIdx, f.promoIdx = k, t, prio, -1, -1
 	k.flows = append(k.flows, f)
 	return f
 }

@@ -70,6 +70,19 @@ func (h *keyedHeap[K, T]) Fix(i int) {
 	}
 }
 
+// Reinit recomputes every key, after changes to many elements at once, and
+// restores the order in O(n).
+func (h *keyedHeap[K, T]) Reinit() {
+	for i := range h.s {
+		h.s[i].k = h.key(h.s[i].v)
+	}
+	for i := len(h.s)/heapArity + 1; i >= 0; i-- {
+		if i < len(h.s) {
+			h.down(i)
+		}
+	}
+}
+
 func (h *keyedHeap[K, T]) swap(i, j int) {
 	h.s[i], h.s[j] = h.s[j], h.s[i]
 	*h.index(h.s[i].v) = i

@@ -26,7 +26,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	if i := s.longest.verify(); i >= 0 {
 		return fmt.Errorf("longest-key heap broken at %d", i)
 	}
-	if s.inUse != s.running.Len() || s.inUse > s.cfg.Capacity {
+	if s.inUse != s.running.Len() || (s.inUse > s.cfg.Capacity && !s.overSeated) {
 		return fmt.Errorf("inUse %d, running %d, capacity %d", s.inUse, s.running.Len(), s.cfg.Capacity)
 	}
 	typeRun := map[*typeState]int{}
@@ -35,6 +35,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	tierUrgent := map[*tierState]int{}
 	keyRun := map[*keyState]int{}
 	resRun := map[resKey]int{}
+	resExcl := map[resKey]int{}
+	resXwait := map[resKey]int{}
 	bgRun := 0
 	for _, slot := range s.running.s {
 		j := slot.v
@@ -50,8 +52,11 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if g := j.typ.cfg.ConflictGroup; g != "" {
 			rk := resKey{g, j.jobID}
 			resRun[rk]++
-			if resRun[rk] > 1 {
-				return fmt.Errorf("two running jobs conflict on %v", rk)
+			if j.typ.cfg.Access == Exclusive {
+				resExcl[rk]++
+			}
+			if resExcl[rk] > 0 && resRun[rk] > 1 {
+				return fmt.Errorf("an exclusive job runs with another on %v", rk)
 			}
 		}
 		if !j.foreground {
@@ -75,7 +80,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		}
 		for _, slot := range t.flows.s {
 			f := slot.v
-			if f.typ != t || f.jobs.Len() == 0 || f.key.capped || f.key.flowFor(t) != f {
+			if f.typ != t || f.jobs.Len() == 0 || f.key.held() || f.key.flowFor(t, f.prio) != f {
 				return fmt.Errorf("type %q holds a flow it should not (key %q, %d jobs, capped %v)", t.name, f.key.name, f.jobs.Len(), f.key.capped)
 			}
 			if h, k := f.jobs.Top(), slot.k; k.v != f.key.v || k.belowMin != f.key.belowMin() || k.headAt != h.agingAt ||
@@ -89,8 +94,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if typeRun[t] != t.running {
 			return fmt.Errorf("type %q: running %d, counted %d", t.name, t.running, typeRun[t])
 		}
-		if c := t.cfg.MaxConcurrency; c > 0 && t.running > c {
-			return fmt.Errorf("type %q: %d running above MaxConcurrency %d", t.name, t.running, c)
+		if c := t.limit; c > 0 && t.running > c && !s.overSeated {
+			return fmt.Errorf("type %q: %d running above its limit %d", t.name, t.running, c)
 		}
 	}
 	for _, slot := range s.promos.s {
@@ -139,6 +144,15 @@ func (s *Scheduler) checkInvariantsLocked() error {
 				return fmt.Errorf("key %q lists job %d with key %q state %d", name, j.seq, j.key.name, j.state)
 			}
 			perFlow[j.flow]++
+			if frozen := j.typ.paused || k.paused; frozen == j.frozenAt.IsZero() {
+				return fmt.Errorf("job %d: frozen at %v, type paused %v, key paused %v", j.seq, j.frozenAt, j.typ.paused, k.paused)
+			}
+			if j.xwaiting {
+				if j.typ.cfg.Access != Exclusive || !j.frozenAt.IsZero() {
+					return fmt.Errorf("job %d: xwaiting but shared or frozen", j.seq)
+				}
+				resXwait[resKey{j.typ.cfg.ConflictGroup, j.jobID}]++
+			}
 			typeQ[j.typ]++
 			tierQ[j.typ.tier]++
 			if !j.foreground {
@@ -162,7 +176,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 					return fmt.Errorf("flow (%q, %q) holds job %d in state %d", name, f.typ.name, j.seq, j.state)
 				}
 			}
-			if want := f.jobs.Len() > 0 && !k.capped; (f.typIdx >= 0) != want {
+			if want := f.jobs.Len() > 0 && !k.held(); (f.typIdx >= 0) != want {
 				return fmt.Errorf("flow (%q, %q): typIdx %d, want in heap %v", name, f.typ.name, f.typIdx, want)
 			}
 		}
@@ -182,10 +196,11 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	}
 	idle := 0
 	for rk, r := range s.resources {
-		if r.holders != resRun[rk] {
-			return fmt.Errorf("resource %v: holders %d (counted %d), waiting %d", rk, r.holders, resRun[rk], r.nwait)
+		if r.holders != resRun[rk] || r.excl != (resExcl[rk] > 0) || r.xwait != resXwait[rk] {
+			return fmt.Errorf("resource %v: holders %d (counted %d), excl %v, xwait %d (counted %d), waiting %d",
+				rk, r.holders, resRun[rk], r.excl, r.xwait, resXwait[rk], r.nwait)
 		}
-		if r.holders+r.nwait == 0 {
+		if r.idle() {
 			idle++
 		}
 		n := 0
@@ -204,18 +219,34 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if n != r.nwait {
 			return fmt.Errorf("resource %v: nwait %d, counted %d", rk, r.nwait, n)
 		}
-		if r.holders > 0 || r.nwait == 0 {
-			continue
-		}
-		// A free resource may keep parked jobs only while each of their flows
-		// has a ready job on it that will take it or hand the turn on.
-		for f := range r.waiters {
-			ready := false
+		// A resource may keep parked jobs it is open to only while each of
+		// their flows has a ready job on it that will take it or hand the
+		// turn on; and a free resource wanted by exclusive jobs has one ready.
+		readyOn := func(f *flow, xonly bool) bool {
 			for _, slot := range f.jobs.s {
 				j := slot.v
-				ready = ready || (j.typ.cfg.ConflictGroup == rk.group && j.jobID == rk.id)
+				if j.typ.cfg.ConflictGroup == rk.group && j.jobID == rk.id && (!xonly || j.xwaiting) {
+					return true
+				}
 			}
-			if !ready {
+			return false
+		}
+		if r.holders == 0 && r.xwait > 0 {
+			found := false
+			for _, k := range s.activeKeysLocked() {
+				for _, f := range k.flows {
+					found = found || readyOn(f, true)
+				}
+			}
+			if !found {
+				return fmt.Errorf("resource %v is free and wanted by %d exclusive jobs, none ready", rk, r.xwait)
+			}
+		}
+		for f := range r.waiters {
+			if !r.open(f.typ.cfg.Access) {
+				continue
+			}
+			if !readyOn(f, false) {
 				return fmt.Errorf("resource %v is free and flow (%q, %q) has %d jobs parked on it with no ready job to take it",
 					rk, f.key.name, f.typ.name, r.waiters[f].Len())
 			}

@@ -9,7 +9,8 @@ import (
 // Counters are cumulative totals since New, copied into a Snapshot (a plain
 // value; the zero value is a fresh scheduler's). Every request or job ends in
 // exactly one of Completed, RejectedQueueFull, RejectedWaitTimeout,
-// RejectedClosed, Cancelled or Dropped (or is still queued or running).
+// RejectedClosed, Cancelled, Dropped, Coalesced or Superseded (or is still
+// queued or running). A retried background job counts each attempt.
 type Counters struct {
 	Submitted           uint64 // requests and jobs that arrived, accepted or not
 	Admitted            uint64 // given a seat
@@ -24,6 +25,10 @@ type Counters struct {
 	AgingPromotions     uint64 // aging promotions carried by admitted jobs
 	UrgentAdmissions    uint64 // jobs admitted while urgent
 	Exempt              uint64 // requests a transport let bypass admission (CountExempt)
+	Expired             uint64 // the part of RejectedWaitTimeout that was background work past its TTL
+	Coalesced           uint64 // background submissions absorbed by a queued duplicate (never queued)
+	Superseded          uint64 // queued background jobs replaced by a newer submission
+	Retried             uint64 // failed background attempts queued again (each attempt is also Submitted)
 }
 
 // Snapshot is a point-in-time copy of the scheduler's state, for debugging
@@ -157,7 +162,7 @@ func (s *Scheduler) queueOrderLocked(keys []*keyState, now time.Time) []QueuedSn
 	}
 	for _, k := range keys {
 		for j := k.head; j != nil; j = j.next {
-			e := &queuedEntry{j: j, r: rankAt(s.cfg.Aging, j.typ.cfg.Priority, j.agingStart, now)}
+			e := &queuedEntry{j: j, r: s.rankLocked(j, now)}
 			switch {
 			case kept.Len() < SnapshotMaxQueue:
 				kept.Push(e)
@@ -172,7 +177,7 @@ func (s *Scheduler) queueOrderLocked(keys []*keyState, now time.Time) []QueuedSn
 		j, r := kept.Top().j, kept.Pop().r
 		out[i] = QueuedSnapshot{
 			Type: j.typ.name, JobID: j.jobID, Key: j.key.name,
-			BasePriority: j.typ.cfg.Priority, EffectivePriority: r.eff, Urgent: r.urgent,
+			BasePriority: j.prio, EffectivePriority: r.eff, Urgent: r.urgent,
 			Wait: now.Sub(j.enqueued), BlockedBy: s.blockedByLocked(j, r),
 		}
 	}
@@ -185,6 +190,8 @@ func (s *Scheduler) blockedByLocked(j *job, r rank) string {
 		return "conflict"
 	case s.resourceLocked(j) != nil && s.resourceLocked(j).holders > 0:
 		return "conflict"
+	case j.typ.paused || j.key.paused:
+		return "paused"
 	case j.key.capped:
 		return "key cap"
 	case j.typ.blocked():

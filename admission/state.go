@@ -32,15 +32,19 @@ type Permit struct {
 
 // job is one request or background job, from arrival until it ends.
 type job struct {
-	typ   *typeState
-	key   *keyState
-	flow  *flow  // set while queued or parked
-	jobID string // folded to MaxIdentifierLen
+	typ     *typeState
+	key     *keyState
+	flow    *flow    // set while queued or parked
+	jobID   string   // folded to MaxIdentifierLen
+	prio    Priority // base priority: the type's, or SubmitWith's override
+	ownPrio bool     // prio is an override: enqueue keeps it
 
 	seq        uint64    // arrival order; breaks every tie
 	enqueued   time.Time // arrival
-	agingStart time.Time // the aging clock (== enqueued in this version)
+	agingStart time.Time // the aging clock: enqueued, moved later by the time spent paused
 	agingAt    int64     // agingStart in Unix nanoseconds: the heaps compare it cheaply
+	frozenAt   time.Time // when its type or key was paused while it was queued; zero = not frozen
+	expiresAt  time.Time // background TTL: when it expires if still queued; zero = never
 	started    time.Time // admission
 
 	// Fields below change only under Scheduler.mu.
@@ -63,36 +67,61 @@ type job struct {
 	// (only then is a token sent, so none is ever left stale).
 	ready   chan struct{}
 	waiting bool
+	// xwaiting: an exclusive job that was parked on its resource and has not
+	// started, left or frozen since; it holds new shared jobs back.
+	xwaiting bool
+	invCost  float64 // ShortestFirst types: 1/estimated cost in seconds at arrival
 
 	foreground bool
 	fn         func(context.Context) error // background work
+	ctx        context.Context             // background: parent of fn's context (values only)
+	ttl        time.Duration               // background: time allowed in the queue; 0 = no limit
+	attempts   int                         // background: attempts that ran and failed
 	timer      *time.Timer                 // background MaxWait
 	cancel     context.CancelFunc          // RunSync and background: cancelled at Close
 }
 
 func jobIndex(j *job) *int { return &j.idx }
 
-// jobKey orders queued jobs by age: aging start, then arrival.
+// jobKey orders the queued jobs of one flow: by age (aging start, then
+// arrival) for FIFO types; for ShortestFirst types by Smith's rule with
+// aging first (see Order).
 type jobKey struct {
-	at  int64 // agingAt
+	ord float64 // 0 for FIFO types
+	at  int64   // agingAt
 	seq uint64
 }
 
-func jobAgeKey(j *job) jobKey { return jobKey{j.agingAt, j.seq} }
+func jobAgeKey(j *job) jobKey { return jobKey{0, j.agingAt, j.seq} }
+
+// jobOrderKey is j's place in its flow. Smith's rule with aging prefers the
+// job with the highest 1/r + a·wait (r its estimated cost in seconds, wait
+// its age in seconds); since wait = now - start for every job, that order is
+// the order of a·start - 1/r, lowest first, which does not change with time.
+func jobOrderKey(j *job) jobKey {
+	k := jobAgeKey(j)
+	if a := j.typ.smithA; a > 0 {
+		k.ord = a*float64(j.agingAt)/1e9 - j.invCost
+	}
+	return k
+}
 
 func lessJobKey(a, b *jobKey) bool {
+	if a.ord != b.ord {
+		return a.ord < b.ord
+	}
 	if a.at != b.at {
 		return a.at < b.at
 	}
 	return a.seq < b.seq
 }
 
-// jobHeap holds queued jobs by age (a flow's, or a resource's waiters of one
-// flow).
+// jobHeap holds the queued jobs of a flow, or a resource's waiters of one
+// flow, in the flow's order.
 type jobHeap = keyedHeap[jobKey, *job]
 
 func newJobHeap() jobHeap {
-	return jobHeap{key: jobAgeKey, less: lessJobKey, index: jobIndex}
+	return jobHeap{key: jobOrderKey, less: lessJobKey, index: jobIndex}
 }
 
 // runKey orders running jobs by start tag (the least is V_sys's candidate).
@@ -128,6 +157,7 @@ func newRunHeap() keyedHeap[runKey, *job] {
 type flow struct {
 	key    *keyState
 	typ    *typeState
+	prio   Priority // base priority of all its jobs
 	jobs   jobHeap
 	parked int
 
@@ -169,7 +199,9 @@ func newPromoHeap() keyedHeap[promoKey, *flow] {
 //   - queued == the length of the list head..tail == the number of its jobs
 //     that are queued or parked; running == its jobs holding a seat.
 //   - capped iff policy.MaxInFlight > 0 and running >= policy.MaxInFlight;
-//     a capped key's flows are in no type heap.
+//     a held key (capped or paused) has its flows in no type heap.
+//   - paused iff the key is in Scheduler.pausedKeys; then its queued jobs
+//     are frozen (job.frozenAt set).
 //   - longIdx >= 0 (in Scheduler.longest) iff queued > 0.
 type keyState struct {
 	name   string
@@ -183,15 +215,20 @@ type keyState struct {
 
 	active    bool
 	capped    bool
+	paused    bool
 	idleSince time.Time
 	longIdx   int
 }
 
 func (k *keyState) belowMin() bool { return k.running < k.policy.MinSeats }
 
-func (k *keyState) flowFor(t *typeState) *flow {
+// held reports whether none of k's jobs may start now (dispatch criteria 4
+// and, for keys, 5).
+func (k *keyState) held() bool { return k.capped || k.paused }
+
+func (k *keyState) flowFor(t *typeState, prio Priority) *flow {
 	for _, f := range k.flows {
-		if f.typ == t {
+		if f.typ == t && f.prio == prio {
 			return f
 		}
 	}
@@ -247,20 +284,25 @@ func newLongestHeap() keyedHeap[longKey, *keyState] {
 //
 // Invariants: flows holds exactly the type's flows with typIdx >= 0;
 // readyIdx >= 0 (in Scheduler.ready) iff flows.Len() > 0; running and queued
-// count the type's running and queued-or-parked jobs.
+// count the type's running and queued-or-parked jobs; paused iff pause !=
+// nil, and then the type's queued jobs are frozen.
 type typeState struct {
 	name            JobType
-	cfg             JobTypeConfig
+	cfg             JobTypeConfig // as registered
+	limit           int           // running jobs allowed: cfg.MaxConcurrency until SetTypeLimit; 0 = no cap
 	tier            *tierState
 	running, queued int
 	flows           keyedHeap[sortKey, *flow]
 	readyIdx        int
+	paused          bool
+	pause           *pause
+	smithA          float64 // Order ShortestFirst: the aging factor a; 0 = FIFO
 }
 
 // blocked reports whether nothing of this type may start now (criteria 2 and
-// 5 of dispatch; pausing arrives with runtime control).
+// 5 of dispatch).
 func (t *typeState) blocked() bool {
-	return t.cfg.MaxConcurrency > 0 && t.running >= t.cfg.MaxConcurrency
+	return t.paused || (t.limit > 0 && t.running >= t.limit)
 }
 
 // tierState counts the jobs of one base priority.
@@ -279,16 +321,21 @@ type resKey struct {
 
 // resource is a conflict-table entry.
 //
-// Invariants: holders is the number of running jobs on it (0 or 1); waiters
-// maps each flow with parked jobs on it to a non-empty heap of them, nwait
-// their total. An entry with holders+nwait == 0 is idle: kept for reuse,
-// counted in Scheduler.idleRes, swept in bulk. When holders == 0, every
-// flow in waiters has a queued (ready) job on this resource — the one release
-// returned to it — so some job will take the resource or hand the turn on.
+// Invariants: holders is the number of running jobs on it, excl whether
+// they are one exclusive job; waiters maps each flow with parked jobs on it
+// to a non-empty heap of them, nwait their total; xwait counts the queued or
+// parked exclusive jobs with xwaiting set. An idle entry (nothing held,
+// parked or wanted) is kept for reuse, counted in Scheduler.idleRes, swept
+// in bulk. For every flow in waiters whose access r is open to, the flow has
+// a queued (ready) job on r — the one returned when r opened — so some job
+// will take the resource or hand the turn on; and when xwait > 0 and
+// holders == 0, some xwaiting job is ready.
 type resource struct {
 	holders int
+	excl    bool
 	waiters map[*flow]*jobHeap
 	nwait   int
+	xwait   int
 }
 
 // costKey and costEntry hold a learned cost estimate.

@@ -1,0 +1,136 @@
+package admission
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Runtime control. Each setter validates its argument like New does, applies
+// it under the scheduler's lock and runs dispatch, so the change takes effect
+// at once. Lowering a limit never pre-empts running work: jobs above the new
+// limit finish normally and no new job starts until the count is below it.
+
+// SetCapacity changes the number of seats. n must be positive and at least
+// the sum of the configured keys' MinSeats.
+func (s *Scheduler) SetCapacity(n int) error {
+	return s.reconfigure(func(now time.Time) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: SetCapacity: capacity must be > 0, got %d", ErrInvalidConfig, n)
+		}
+		if sum := s.minSeatsLocked(""); sum > n || s.cfg.DefaultKey.MinSeats > n {
+			return fmt.Errorf("%w: SetCapacity(%d): below the configured MinSeats (keys sum to %d, DefaultKey %d)",
+				ErrInvalidConfig, n, sum, s.cfg.DefaultKey.MinSeats)
+		}
+		s.cfg.Capacity = n
+		s.overSeated = s.overSeated || s.inUse > n
+		return nil
+	})
+}
+
+// SetTypeLimit changes the MaxConcurrency of job type t (0 = no cap). The
+// registered JobTypeConfig is unchanged: registering t again with it stays a
+// no-op.
+func (s *Scheduler) SetTypeLimit(t JobType, n int) error {
+	return s.reconfigure(func(now time.Time) error {
+		ts, err := s.typeLocked(t)
+		if err != nil {
+			return err
+		}
+		if n < 0 {
+			return fmt.Errorf("%w: SetTypeLimit(%q): limit must be >= 0, got %d", ErrInvalidConfig, t, n)
+		}
+		ts.limit = n
+		s.overSeated = s.overSeated || (n > 0 && ts.running > n)
+		return nil
+	})
+}
+
+// SetWeight overrides the weight of fairness key key (w > 0 and finite),
+// whatever its KeyPolicy says, until ResetWeights. The key's virtual time is
+// kept: the new weight applies to the seat time it is charged from now on.
+func (s *Scheduler) SetWeight(key string, w float64) error {
+	return s.reconfigure(func(now time.Time) error {
+		if math.IsNaN(w) || math.IsInf(w, 0) || w <= 0 {
+			return fmt.Errorf("%w: SetWeight: weight must be a finite number > 0, got %v", ErrInvalidConfig, w)
+		}
+		name := foldIdentifier(key)
+		s.weights[name] = w
+		if k := s.peekKeyLocked(name); k != nil {
+			k.w = w
+		}
+		return nil
+	})
+}
+
+// ResetWeights drops every SetWeight override: each key's weight is its
+// KeyPolicy's again.
+func (s *Scheduler) ResetWeights() {
+	_ = s.reconfigure(func(now time.Time) error {
+		clear(s.weights)
+		s.forEachKeyLocked(func(k *keyState) { k.w = k.policy.weight() })
+		return nil
+	})
+}
+
+// SetKeyPolicy sets the policy of fairness key key, as if it had been in
+// Config.Keys. It is validated like Config.Keys (the MinSeats of all keys
+// must fit in the capacity). A weight set with SetWeight still overrides
+// p.Weight. Lowering MaxInFlight or MaxQueued drops nothing: queued and
+// running work stays; the limits apply to what comes next.
+func (s *Scheduler) SetKeyPolicy(key string, p KeyPolicy) error {
+	return s.reconfigure(func(now time.Time) error {
+		name := foldIdentifier(key)
+		if err := p.validate(fmt.Sprintf("SetKeyPolicy(%q)", key), s.cfg.Capacity); err != nil {
+			return err
+		}
+		if sum := s.minSeatsLocked(name) + p.MinSeats; sum > s.cfg.Capacity {
+			return fmt.Errorf("%w: SetKeyPolicy(%q): MinSeats of all keys would sum to %d, above Capacity %d",
+				ErrInvalidConfig, key, sum, s.cfg.Capacity)
+		}
+		s.cfg.Keys[name] = p
+		if k := s.peekKeyLocked(name); k != nil {
+			k.policy = p
+			k.w = s.weightFor(name, p)
+			k.capped = p.MaxInFlight > 0 && k.running >= p.MaxInFlight
+			s.keyChangedLocked(k, now)
+		}
+		return nil
+	})
+}
+
+// reconfigure applies change under the lock and dispatches if it succeeded.
+func (s *Scheduler) reconfigure(change func(now time.Time) error) error {
+	now := s.now()
+	var buf [8]*job
+	s.mu.Lock()
+	if err := change(now); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	wake := s.dispatchLocked(now, buf[:0])
+	s.mu.Unlock()
+	s.wakeAll(wake)
+	return nil
+}
+
+// minSeatsLocked sums the MinSeats of the configured keys other than except.
+func (s *Scheduler) minSeatsLocked(except string) int {
+	sum := 0
+	for name, p := range s.cfg.Keys {
+		if name != except {
+			sum += p.MinSeats
+		}
+	}
+	return sum
+}
+
+// forEachKeyLocked calls fn for every tracked key state.
+func (s *Scheduler) forEachKeyLocked(fn func(*keyState)) {
+	for _, k := range s.keys.Values() {
+		fn(k)
+	}
+	for _, k := range s.pinned {
+		fn(k)
+	}
+}

@@ -1,0 +1,221 @@
+package admission
+
+import (
+	"fmt"
+	"time"
+)
+
+// pause is an operator's pause of a job type or a fairness key.
+type pause struct {
+	until time.Time   // when it lifts by itself; zero = at Resume
+	timer *time.Timer // fires at until; nil when until is zero
+}
+
+// Pause stops admitting jobs of type t. Queued and arriving jobs of the type
+// keep their place in the queue; their aging clock and their background TTL
+// stand still while the pause lasts; the seats they would have taken go to
+// other work. Running jobs are not affected. With d > 0 the pause lifts by
+// itself after d; with d == 0 it lasts until [Scheduler.Resume]. Pausing a
+// paused type replaces its deadline.
+//
+// It fails with an error wrapping ErrUnknownJobType, ErrInvalidConfig (d < 0)
+// or ErrClosed. It costs O(queued jobs) under the scheduler's lock.
+func (s *Scheduler) Pause(t JobType, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w: Pause(%q): duration must be >= 0, got %v", ErrInvalidConfig, t, d)
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ts, err := s.typeLocked(t)
+	if err != nil {
+		return err
+	}
+	if s.closing {
+		return ErrClosed
+	}
+	ts.pause.stop()
+	ts.pause = &pause{}
+	p := ts.pause
+	if d > 0 {
+		p.until = now.Add(d)
+		p.timer = time.AfterFunc(d, func() { s.lift(func() bool { return ts.pause == p }, func() { s.resumeTypeLocked(ts, s.now()) }) })
+	}
+	if !ts.paused {
+		ts.paused = true
+		s.refreezeLocked(s.queuedKeysLocked(), func(j *job) bool { return j.typ == ts }, now)
+	}
+	return nil
+}
+
+// Resume lifts a pause of type t; the type's queued jobs compete for the next
+// seat that opens (dispatch runs at once). Resuming a type that is not paused
+// does nothing. It fails with an error wrapping ErrUnknownJobType.
+func (s *Scheduler) Resume(t JobType) error {
+	s.mu.Lock()
+	ts, err := s.typeLocked(t)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	s.lift(func() bool { return ts.paused }, func() { s.resumeTypeLocked(ts, s.now()) })
+	return nil
+}
+
+func (s *Scheduler) resumeTypeLocked(ts *typeState, now time.Time) {
+	ts.pause.stop()
+	ts.pause = nil
+	ts.paused = false
+	s.refreezeLocked(s.queuedKeysLocked(), func(j *job) bool { return j.typ == ts }, now)
+}
+
+// PauseKey stops admitting work of one fairness key, as Pause does for a
+// type: its queued work keeps its place with its clocks stopped, and its
+// share goes to other keys. When the pause lifts, the key's virtual time is
+// brought up to V_sys, as for a key returning from idleness: it gets its fair
+// share back, not a catch-up burst for the time it was paused. Background
+// work is the key "". The pause survives the key's state being forgotten
+// while idle. It fails with an error wrapping ErrInvalidConfig (d < 0) or
+// ErrClosed.
+func (s *Scheduler) PauseKey(key string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w: PauseKey: duration must be >= 0, got %v", ErrInvalidConfig, d)
+	}
+	name := foldIdentifier(key)
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return ErrClosed
+	}
+	s.pausedKeys[name].stop()
+	p := &pause{}
+	s.pausedKeys[name] = p
+	if d > 0 {
+		p.until = now.Add(d)
+		p.timer = time.AfterFunc(d, func() {
+			s.lift(func() bool { return s.pausedKeys[name] == p }, func() { s.resumeKeyLocked(name, s.now()) })
+		})
+	}
+	if k := s.peekKeyLocked(name); k != nil && !k.paused {
+		k.paused = true
+		s.refreezeLocked([]*keyState{k}, nil, now)
+	}
+	return nil
+}
+
+// ResumeKey lifts a pause of a fairness key; resuming a key that is not
+// paused does nothing.
+func (s *Scheduler) ResumeKey(key string) {
+	name := foldIdentifier(key)
+	s.lift(func() bool { return s.pausedKeys[name] != nil }, func() { s.resumeKeyLocked(name, s.now()) })
+}
+
+func (s *Scheduler) resumeKeyLocked(name string, now time.Time) {
+	s.pausedKeys[name].stop()
+	delete(s.pausedKeys, name)
+	k := s.peekKeyLocked(name)
+	if k == nil || !k.paused {
+		return
+	}
+	k.paused = false
+	if k.v < s.vsys {
+		k.v = s.vsys
+	}
+	s.refreezeLocked([]*keyState{k}, nil, now)
+}
+
+// lift runs resume under the lock if cond still holds (a deadline's timer
+// may fire after the pause was replaced or lifted), then dispatches.
+func (s *Scheduler) lift(cond func() bool, resume func()) {
+	now := s.now()
+	var buf [8]*job
+	s.mu.Lock()
+	if !cond() {
+		s.mu.Unlock()
+		return
+	}
+	resume()
+	wake := s.dispatchLocked(now, buf[:0])
+	s.mu.Unlock()
+	s.wakeAll(wake)
+}
+
+func (p *pause) stop() {
+	if p != nil && p.timer != nil {
+		p.timer.Stop()
+	}
+}
+
+// queuedKeysLocked returns the keys with queued or parked jobs.
+func (s *Scheduler) queuedKeysLocked() []*keyState {
+	ks := make([]*keyState, 0, s.longest.Len())
+	for _, slot := range s.longest.s {
+		ks = append(ks, slot.v)
+	}
+	return ks
+}
+
+// refreezeLocked brings the queued jobs of keys (those match accepts, or
+// all when match is nil) to the frozen state their type and key call for,
+// then restores every ordering their clocks take part in: the heaps of their
+// flows and of the resources they are parked on, and the flows' places.
+func (s *Scheduler) refreezeLocked(keys []*keyState, match func(*job) bool, now time.Time) {
+	flows := map[*flow]bool{}
+	waiters := map[*jobHeap]bool{}
+	for _, k := range keys {
+		for j := k.head; j != nil; j = j.next {
+			if match != nil && !match(j) {
+				continue
+			}
+			frozen := j.typ.paused || j.key.paused
+			switch {
+			case frozen && j.frozenAt.IsZero():
+				s.freezeLocked(j, now)
+			case !frozen && !j.frozenAt.IsZero():
+				s.thawLocked(j, now)
+			default:
+				continue
+			}
+			flows[j.flow] = true
+			if j.state == jobParked {
+				waiters[s.resourceLocked(j).waiters[j.flow]] = true
+			}
+		}
+	}
+	for h := range waiters {
+		h.Reinit()
+	}
+	for f := range flows {
+		f.jobs.Reinit()
+	}
+	for _, k := range keys {
+		s.keyChangedLocked(k, now) // syncs every flow of k: places, ranks, promotions
+	}
+}
+
+// freezeLocked stops j's clocks: its aging clock and its TTL.
+func (s *Scheduler) freezeLocked(j *job, now time.Time) {
+	j.frozenAt = now
+	if j.timer != nil {
+		j.timer.Stop()
+	}
+	if r := s.resourceLocked(j); r != nil && s.stopWaitingLocked(j, r, now) {
+		s.maybeFreeResourceLocked(r)
+	}
+}
+
+// thawLocked restarts j's clocks where they stopped: the time it was frozen
+// counts neither as waiting for aging nor against its TTL.
+func (s *Scheduler) thawLocked(j *job, now time.Time) {
+	d := now.Sub(j.frozenAt)
+	j.frozenAt = time.Time{}
+	j.agingStart = j.agingStart.Add(d)
+	j.agingAt = j.agingStart.UnixNano()
+	if !j.expiresAt.IsZero() {
+		j.expiresAt = j.expiresAt.Add(d)
+		if j.timer != nil {
+			j.timer.Reset(j.expiresAt.Sub(now))
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package admission
+
+import "time"
+
+// Conflicts: the resource table.
+//
+// A job with a conflict group uses the resource (group, job ID). Exclusive
+// jobs run alone on it; Shared jobs run together, never with an exclusive
+// one. A job the resource does not admit is parked on it, holding no seat.
+// Writer preference: an exclusive job that was parked (it found shared or
+// exclusive holders) is counted in xwait until it starts or leaves, and while
+// xwait > 0 no new shared job starts on the resource, so a stream of
+// overlapping readers cannot starve it. A paused exclusive job does not count:
+// pausing repacks must not stop fetches.
+
+// admits reports whether j may start on r now.
+func (r *resource) admits(j *job) bool { return r.open(j.typ.cfg.Access) }
+
+// open reports whether r admits a job of access a now.
+func (r *resource) open(a Access) bool {
+	if a == Exclusive {
+		return r.holders == 0
+	}
+	return !r.excl && r.xwait == 0
+}
+
+// idle reports whether nobody holds, waits on or wants r.
+func (r *resource) idle() bool { return r.holders == 0 && r.nwait == 0 && r.xwait == 0 }
+
+// parkLocked moves the head of its flow onto the resource that blocks it.
+func (s *Scheduler) parkLocked(j *job, r *resource, now time.Time) {
+	f := j.flow
+	f.jobs.Remove(j.idx)
+	h := r.waiters[f]
+	if h == nil {
+		if r.waiters == nil {
+			r.waiters = make(map[*flow]*jobHeap)
+		}
+		h = s.freeWaiters.get()
+		if h.key == nil { // new, not recycled
+			*h = newJobHeap()
+		}
+		r.waiters[f] = h
+	}
+	h.Push(j)
+	j.state = jobParked
+	f.parked++
+	r.nwait++
+	if j.typ.cfg.Access == Exclusive && !j.xwaiting {
+		j.xwaiting = true
+		r.xwait++
+	}
+	s.syncFlowLocked(f, now)
+}
+
+// releaseResourceLocked drops j's hold on its resource. When that opens the
+// resource to waiters, the best parked job of each waiting flow returns to
+// its flow: those are the only candidates among its waiters, since a flow's
+// jobs go in the flow's order. The others stay parked.
+func (s *Scheduler) releaseResourceLocked(j *job, now time.Time) {
+	r := j.res
+	j.res = nil
+	r.holders--
+	if r.holders == 0 {
+		r.excl = false
+		s.unparkLocked(r, now)
+	}
+	s.maybeFreeResourceLocked(r)
+}
+
+// stopWaitingLocked notes that j, queued on r, leaves the queue or freezes:
+// if it was an exclusive job holding shared ones back, they may go. It
+// reports whether r changed.
+func (s *Scheduler) stopWaitingLocked(j *job, r *resource, now time.Time) bool {
+	if !j.xwaiting {
+		return false
+	}
+	j.xwaiting = false
+	r.xwait--
+	if r.xwait == 0 && !r.excl {
+		s.unparkLocked(r, now)
+	}
+	return true
+}
+
+// unparkLocked returns the best parked job of every waiting flow that r now
+// admits to that flow.
+func (s *Scheduler) unparkLocked(r *resource, now time.Time) {
+	for f, h := range r.waiters {
+		if !r.open(f.typ.cfg.Access) {
+			continue
+		}
+		j := h.Pop()
+		r.nwait--
+		f.parked--
+		if h.Len() == 0 {
+			delete(r.waiters, f)
+			s.freeWaiters.put(h)
+		}
+		j.state = jobQueued
+		f.jobs.Push(j)
+		s.syncFlowLocked(f, now)
+	}
+}
+
+// replaceRepresentativeLocked keeps the rule that lets an open resource have
+// parked jobs: when it opens, only the best parked job of each waiting flow
+// returns to its flow. If that job now leaves without running, the next one
+// of its flow returns in its place; otherwise it would wait on a resource
+// that admits it, and nothing would ever wake it. It reports whether r
+// changed.
+func (s *Scheduler) replaceRepresentativeLocked(j *job, r *resource) bool {
+	f := j.flow
+	h := r.waiters[f]
+	if h == nil || !r.open(j.typ.cfg.Access) {
+		return false
+	}
+	next := h.Pop()
+	r.nwait--
+	if h.Len() == 0 {
+		delete(r.waiters, f)
+		s.freeWaiters.put(h)
+	}
+	next.state = jobQueued
+	f.parked--
+	f.jobs.Push(next)
+	return true
+}
+
+// maxIdleResources bounds the conflict-table entries kept with no holder
+// and no waiter.
+const maxIdleResources = 4096
+
+// maybeFreeResourceLocked notes that r may have become idle; call it once
+// after each change that may have made a busy entry idle.
+// An idle entry stays in the table, so the next job on the same resource
+// (the common case: popular repositories) costs no map insert and delete;
+// once more than maxIdleResources entries are idle, all of them are deleted
+// in one sweep, so the table's size stays bounded and the sweep costs O(1)
+// per job amortized.
+func (s *Scheduler) maybeFreeResourceLocked(r *resource) {
+	if !r.idle() {
+		return
+	}
+	s.idleRes++
+	if s.idleRes <= maxIdleResources {
+		return
+	}
+	for rk, r := range s.resources {
+		if r.idle() {
+			delete(s.resources, rk)
+			s.freeRes.put(r)
+		}
+	}
+	s.idleRes = 0
+}
