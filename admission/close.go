@@ -60,6 +60,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 		// wait out its backoff.
 		j.timer.Stop()
 		delete(s.retrying, j)
+		s.counters.Submitted++ // the attempt counts as submitted, and dropped
 		s.counters.Dropped++
 		j.err = fmt.Errorf("%w: dropped by Close while waiting to retry", ErrClosed)
 		wake = append(wake, j)

@@ -197,7 +197,6 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 	f, k, t := j.flow, j.key, j.typ
 	f.jobs.Remove(j.idx)
-	j.flow = nil
 	s.unpendLocked(j)
 	k.unlinkJob(j)
 	s.queuedChangedLocked(k)
@@ -208,6 +207,13 @@ func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 		s.bgQueued--
 	}
 	s.seatLocked(j, r, now)
+	if r != nil && t.cfg.Access == Shared {
+		// The resource stays open to shared jobs: the next parked job of
+		// j's flow is a candidate now, as j was. (It only enters f's job
+		// heap; the type heaps are re-sorted just below.)
+		s.replaceRepresentativeLocked(j, r)
+	}
+	j.flow = nil
 	s.keyChangedLocked(k, now) // re-sorts f too: it is one of k's flows
 }
 

@@ -239,6 +239,39 @@ func (h *harness) cancel(id int) []mEvent {
 	return nil
 }
 
+// pause pauses or resumes a type (typ != "") or a key, then dispatches, as
+// Pause, Resume, PauseKey and ResumeKey do.
+func (h *harness) pause(typ JobType, key string, paused bool) []mEvent {
+	h.t.Helper()
+	if typ != "" {
+		h.logf("pause     type %s %v", typ, paused)
+	} else {
+		h.logf("pause     key %q %v", key, paused)
+	}
+	now := h.now()
+	s := h.s
+	s.mu.Lock()
+	switch {
+	case typ != "" && paused:
+		s.pauseTypeLocked(s.types[typ], now)
+	case typ != "":
+		s.resumeTypeLocked(s.types[typ], now)
+	case paused:
+		s.pauseKeyLocked(key, now)
+	default:
+		s.resumeKeyLocked(key, now)
+	}
+	wake := s.dispatchLocked(now, nil)
+	got := h.realEvents(wake)
+	ierr := s.checkInvariantsLocked()
+	s.mu.Unlock()
+
+	h.m.pause(typ, key, paused, now)
+	want := h.m.dispatch(now)
+	h.apply(got, want, ierr)
+	return got
+}
+
 // advance moves the clock and dispatches, as the next release or arrival
 // would: aging may have promoted or made urgent a waiting job.
 func (h *harness) advance(d time.Duration) []mEvent {
@@ -262,6 +295,16 @@ func (h *harness) advance(d time.Duration) []mEvent {
 // is left, then checks that no seat leaked and the counters balance.
 func (h *harness) drain() {
 	h.t.Helper()
+	for _, typ := range modelTypeNames {
+		if h.m.pausedTypes[typ] {
+			h.pause(typ, "", false)
+		}
+	}
+	for _, key := range modelKeys {
+		if h.m.pausedKeys[key] {
+			h.pause("", key, false)
+		}
+	}
 	for len(h.running) > 0 {
 		h.complete(h.running[0].id, time.Second)
 	}
@@ -425,6 +468,9 @@ func (h *harness) keyPolicy(key string) KeyPolicy {
 // ledger's running jobs, independently of the scheduler and the model.
 func (h *harness) checkAdmission(hj *hJob, urgent bool) error {
 	c := h.types[hj.typ]
+	if h.m.pausedTypes[hj.typ] || h.m.pausedKeys[hj.key] {
+		return fmt.Errorf("type %s or key %q is paused", hj.typ, hj.key)
+	}
 	if len(h.running) >= h.cfg.Capacity {
 		return fmt.Errorf("capacity %d exceeded", h.cfg.Capacity)
 	}
@@ -636,7 +682,7 @@ func runFuzz(t testing.TB, data []byte) {
 	for n := 0; len(data) >= 2 && n < maxFuzzOps; n++ {
 		op, arg := data[0], data[1]
 		data = data[2:]
-		switch op % 8 {
+		switch op % 10 {
 		case 0, 1, 2: // arrive
 			h.arrive(modelTypeNames[arg%4], modelKeys[arg>>2%4], modelJobIDs[int(arg>>4)%len(modelJobIDs)])
 		case 3, 4: // complete a running job after 0..15.5s
@@ -664,6 +710,11 @@ func runFuzz(t testing.TB, data []byte) {
 				d = time.Duration(10+int(arg%64)) * time.Second
 			}
 			h.advance(d)
+		case 8: // pause or resume a type
+			typ := modelTypeNames[arg%4]
+			h.pause(typ, "", arg&0x10 != 0)
+		case 9: // pause or resume a key
+			h.pause("", modelKeys[arg%4], arg&0x10 != 0)
 		}
 	}
 	h.drain()
@@ -956,9 +1007,9 @@ func randomFuzzInput(r *rand.Rand) []byte {
 		switch {
 		case mode == 1 && r.IntN(3) > 0:
 			b[i] = byte(r.IntN(3)) // arrive
-		case mode == 2 && b[i]%8 == 7:
+		case mode == 2 && b[i]%10 == 7:
 			b[i+1] &= 0x7f // short advance
-		case mode == 3 && (b[i]%8 == 5 || b[i]%8 == 6):
+		case mode == 3 && (b[i]%10 == 5 || b[i]%10 == 6):
 			b[i] = 0 // arrive instead of cancel or give back
 		}
 	}

@@ -221,32 +221,23 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		}
 		// A resource may keep parked jobs it is open to only while each of
 		// their flows has a ready job on it that will take it or hand the
-		// turn on; and a free resource wanted by exclusive jobs has one ready.
-		readyOn := func(f *flow, xonly bool) bool {
+		// turn on. (So when it is free, every parked exclusive job, xwaiting
+		// or not, has a ready flow mate ahead of it: the shared jobs its
+		// xwait holds back are not held forever.)
+		readyOn := func(f *flow) bool {
 			for _, slot := range f.jobs.s {
 				j := slot.v
-				if j.typ.cfg.ConflictGroup == rk.group && j.jobID == rk.id && (!xonly || j.xwaiting) {
+				if j.typ.cfg.ConflictGroup == rk.group && j.jobID == rk.id {
 					return true
 				}
 			}
 			return false
 		}
-		if r.holders == 0 && r.xwait > 0 {
-			found := false
-			for _, k := range s.activeKeysLocked() {
-				for _, f := range k.flows {
-					found = found || readyOn(f, true)
-				}
-			}
-			if !found {
-				return fmt.Errorf("resource %v is free and wanted by %d exclusive jobs, none ready", rk, r.xwait)
-			}
-		}
 		for f := range r.waiters {
 			if !r.open(f.typ.cfg.Access) {
 				continue
 			}
-			if !readyOn(f, false) {
+			if !readyOn(f) {
 				return fmt.Errorf("resource %v is free and flow (%q, %q) has %d jobs parked on it with no ready job to take it",
 					rk, f.key.name, f.typ.name, r.waiters[f].Len())
 			}

@@ -35,10 +35,13 @@ import (
 //     for more than KeyTTL returns at V_sys like a new key; an estimate last
 //     updated more than CostTTL ago is replaced by DefaultCost. Strictly more
 //     than the TTL, as in the scheduler.
-//   - Pause (criterion 5) is not implemented by the scheduler yet; the model
-//     ignores it.
+//   - Pause (criterion 5): a job of a paused type or key is not admissible,
+//     and its aging clock stands still while it is paused: its aging start
+//     moves later by the time it spent paused, and "arrival, oldest first"
+//     compares aging starts. A key whose pause lifts is lifted to V_sys.
 //
-// Not modelled: pause, MaxWait timeouts, Close, background jobs (Submit and
+// Not modelled: pause deadlines, shared access, SubmitWith's options,
+// MaxWait timeouts, Close, background jobs (Submit and
 // their goroutines), eviction of key and cost state by MaxKeys and
 // MaxCostEntries (the tests keep the defaults, far above what they use),
 // identifier folding and retry hints.
@@ -69,6 +72,9 @@ type mJob struct {
 	jobID string
 	enq   time.Time
 	state mState
+
+	agingStart time.Time // enq, moved later by the time spent paused
+	frozenAt   time.Time // while its type or key is paused; zero otherwise
 
 	// Set at admission.
 	est    float64
@@ -124,6 +130,9 @@ type model struct {
 	costs   map[mCostKey]*mCost
 	vsys    float64
 	seq     uint64
+
+	pausedTypes map[JobType]bool
+	pausedKeys  map[string]bool
 }
 
 func newModel(cfg Config, types map[JobType]JobTypeConfig) *model {
@@ -140,6 +149,9 @@ func newModel(cfg Config, types map[JobType]JobTypeConfig) *model {
 		jobs:       map[int]*mJob{},
 		keys:       map[string]*mKey{},
 		costs:      map[mCostKey]*mCost{},
+
+		pausedTypes: map[JobType]bool{},
+		pausedKeys:  map[string]bool{},
 	}
 	if cfg.Aging != nil {
 		a := *cfg.Aging
@@ -234,7 +246,10 @@ func (m *model) rank(j *mJob, now time.Time) (eff Priority, urgent bool) {
 	if a == nil {
 		return base, false
 	}
-	wait := now.Sub(j.enq)
+	if !j.frozenAt.IsZero() {
+		now = j.frozenAt // the clock stands still while paused
+	}
+	wait := now.Sub(j.agingStart)
 	promotions := 0
 	if wait >= a.Grace {
 		promotions = int((wait - a.Grace) / a.Interval)
@@ -247,10 +262,10 @@ func (m *model) rank(j *mJob, now time.Time) (eff Priority, urgent bool) {
 	return eff, a.Urgent > 0 && aged >= a.Urgent
 }
 
-// older: earliest enqueue, then lowest sequence number.
+// older: earliest aging start, then lowest sequence number.
 func older(a, b *mJob) bool {
-	if !a.enq.Equal(b.enq) {
-		return a.enq.Before(b.enq)
+	if !a.agingStart.Equal(b.agingStart) {
+		return a.agingStart.Before(b.agingStart)
 	}
 	return a.seq < b.seq
 }
@@ -295,6 +310,9 @@ func (m *model) blockedBy(j *mJob, now time.Time) string {
 			return "conflict"
 		}
 	}
+	if m.pausedTypes[j.typ] || m.pausedKeys[j.key] {
+		return "paused"
+	}
 	if c := m.policy(j.key).MaxInFlight; c > 0 && m.runningOf(j.key) >= c {
 		return "key cap"
 	}
@@ -334,7 +352,7 @@ func (m *model) behindFlowMate(j *mJob) bool {
 	return false
 }
 
-// admissible: the six criteria of DESIGN §3 (pause is not implemented).
+// admissible: the six criteria of DESIGN §3.
 func (m *model) admissible(j *mJob, now time.Time) bool {
 	return len(m.running) < m.capacity && m.blockedBy(j, now) == ""
 }
@@ -437,7 +455,10 @@ func (m *model) arrive(id int, typ JobType, key, jobID string, now time.Time) (e
 	}
 	m.activate(key, now)
 	m.seq++
-	j := &mJob{id: id, seq: m.seq, typ: typ, cfg: cfg, key: key, jobID: jobID, enq: now, state: mQueued}
+	j := &mJob{id: id, seq: m.seq, typ: typ, cfg: cfg, key: key, jobID: jobID, enq: now, state: mQueued, agingStart: now}
+	if m.pausedTypes[typ] || m.pausedKeys[key] {
+		j.frozenAt = now
+	}
 	m.jobs[id] = j
 	m.pending = append(m.pending, j)
 	return events, false
@@ -516,4 +537,28 @@ func (m *model) order(now time.Time) []*mJob {
 		}
 	}
 	return out
+}
+
+// pause sets whether a type (typ != "") or a key is paused, then freezes or
+// thaws the clocks of the pending jobs that changes. The caller dispatches.
+func (m *model) pause(typ JobType, key string, paused bool, now time.Time) {
+	if typ != "" {
+		m.pausedTypes[typ] = paused
+	} else {
+		was := m.pausedKeys[key]
+		m.pausedKeys[key] = paused
+		if was && !paused && m.keys[key] != nil {
+			m.keys[key].v = max(m.keys[key].v, m.vsys)
+		}
+	}
+	for _, j := range m.pending {
+		frozen := m.pausedTypes[j.typ] || m.pausedKeys[j.key]
+		switch {
+		case frozen && j.frozenAt.IsZero():
+			j.frozenAt = now
+		case !frozen && !j.frozenAt.IsZero():
+			j.agingStart = j.agingStart.Add(now.Sub(j.frozenAt))
+			j.frozenAt = time.Time{}
+		}
+	}
 }

@@ -25,26 +25,25 @@ func (s *Scheduler) Pause(t JobType, d time.Duration) error {
 		return fmt.Errorf("%w: Pause(%q): duration must be >= 0, got %v", ErrInvalidConfig, t, d)
 	}
 	now := s.now()
+	var buf [8]*job
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	ts, err := s.typeLocked(t)
+	if err == nil && s.closing {
+		err = ErrClosed
+	}
 	if err != nil {
+		s.mu.Unlock()
 		return err
 	}
-	if s.closing {
-		return ErrClosed
-	}
-	ts.pause.stop()
-	ts.pause = &pause{}
-	p := ts.pause
+	p := s.pauseTypeLocked(ts, now)
 	if d > 0 {
 		p.until = now.Add(d)
 		p.timer = time.AfterFunc(d, func() { s.lift(func() bool { return ts.pause == p }, func() { s.resumeTypeLocked(ts, s.now()) }) })
 	}
-	if !ts.paused {
-		ts.paused = true
-		s.refreezeLocked(s.queuedKeysLocked(), func(j *job) bool { return j.typ == ts }, now)
-	}
+	// A paused exclusive job stops holding shared ones back: they may start.
+	wake := s.dispatchLocked(now, buf[:0])
+	s.mu.Unlock()
+	s.wakeAll(wake)
 	return nil
 }
 
@@ -60,6 +59,18 @@ func (s *Scheduler) Resume(t JobType) error {
 	}
 	s.lift(func() bool { return ts.paused }, func() { s.resumeTypeLocked(ts, s.now()) })
 	return nil
+}
+
+// pauseTypeLocked pauses ts (again) until Resume and returns its new pause,
+// for the caller to give a deadline.
+func (s *Scheduler) pauseTypeLocked(ts *typeState, now time.Time) *pause {
+	ts.pause.stop()
+	ts.pause = &pause{}
+	if !ts.paused {
+		ts.paused = true
+		s.refreezeLocked(s.queuedKeysLocked(), func(j *job) bool { return j.typ == ts }, now)
+	}
+	return ts.pause
 }
 
 func (s *Scheduler) resumeTypeLocked(ts *typeState, now time.Time) {
@@ -83,24 +94,22 @@ func (s *Scheduler) PauseKey(key string, d time.Duration) error {
 	}
 	name := foldIdentifier(key)
 	now := s.now()
+	var buf [8]*job
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closing {
+		s.mu.Unlock()
 		return ErrClosed
 	}
-	s.pausedKeys[name].stop()
-	p := &pause{}
-	s.pausedKeys[name] = p
+	p := s.pauseKeyLocked(name, now)
 	if d > 0 {
 		p.until = now.Add(d)
 		p.timer = time.AfterFunc(d, func() {
 			s.lift(func() bool { return s.pausedKeys[name] == p }, func() { s.resumeKeyLocked(name, s.now()) })
 		})
 	}
-	if k := s.peekKeyLocked(name); k != nil && !k.paused {
-		k.paused = true
-		s.refreezeLocked([]*keyState{k}, nil, now)
-	}
+	wake := s.dispatchLocked(now, buf[:0])
+	s.mu.Unlock()
+	s.wakeAll(wake)
 	return nil
 }
 
@@ -109,6 +118,19 @@ func (s *Scheduler) PauseKey(key string, d time.Duration) error {
 func (s *Scheduler) ResumeKey(key string) {
 	name := foldIdentifier(key)
 	s.lift(func() bool { return s.pausedKeys[name] != nil }, func() { s.resumeKeyLocked(name, s.now()) })
+}
+
+// pauseKeyLocked pauses key name (again) until ResumeKey and returns its
+// new pause, for the caller to give a deadline.
+func (s *Scheduler) pauseKeyLocked(name string, now time.Time) *pause {
+	s.pausedKeys[name].stop()
+	p := &pause{}
+	s.pausedKeys[name] = p
+	if k := s.peekKeyLocked(name); k != nil && !k.paused {
+		k.paused = true
+		s.refreezeLocked([]*keyState{k}, nil, now)
+	}
+	return p
 }
 
 func (s *Scheduler) resumeKeyLocked(name string, now time.Time) {

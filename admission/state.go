@@ -328,8 +328,7 @@ type resKey struct {
 // parked or wanted) is kept for reuse, counted in Scheduler.idleRes, swept
 // in bulk. For every flow in waiters whose access r is open to, the flow has
 // a queued (ready) job on r — the one returned when r opened — so some job
-// will take the resource or hand the turn on; and when xwait > 0 and
-// holders == 0, some xwaiting job is ready.
+// will take the resource or hand the turn on.
 type resource struct {
 	holders int
 	excl    bool

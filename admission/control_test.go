@@ -1,0 +1,648 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// recorder collects the job IDs background jobs ran with, in order.
+type recorder struct {
+	mu  sync.Mutex
+	ran []string
+}
+
+func (r *recorder) job(id string, d time.Duration) func(context.Context) error {
+	return func(ctx context.Context) error {
+		r.mu.Lock()
+		r.ran = append(r.ran, id)
+		r.mu.Unlock()
+		time.Sleep(d)
+		return nil
+	}
+}
+
+func (r *recorder) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.ran...)
+}
+
+func wantRan(t *testing.T, r *recorder, want ...string) {
+	t.Helper()
+	if got := r.got(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("ran %q, want %q", got, want)
+	}
+}
+
+func TestPauseType(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 2, Aging: &AgingConfig{Interval: time.Second}}, JobTypeConfig{}, JobTypeConfig{})
+		var rec recorder
+		must(t, s.Pause("bg", 0))
+		must(t, s.Submit("bg", "a", rec.job("a", time.Second)))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		wantRan(t, &rec)
+		// The paused type's seats go to other work.
+		p1, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "x"})
+		must(t, err)
+		p2, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "y"})
+		must(t, err)
+		snap := s.Snapshot()
+		if len(snap.Queue) != 1 || snap.Queue[0].BlockedBy != "paused" || snap.Queue[0].EffectivePriority != PriorityBackground {
+			t.Fatalf("queue while paused = %+v; want the job blocked by the pause, not aged", snap.Queue)
+		}
+		p1.Release()
+		p2.Release()
+		checkInvariants(t, s)
+		time.Sleep(3 * time.Second)
+		must(t, s.Resume("bg"))
+		synctest.Wait()
+		wantRan(t, &rec, "a")
+		if c := s.Snapshot().Counters; c.AgingPromotions != 0 {
+			t.Errorf("promotions = %d; the hour paused must not count as waiting", c.AgingPromotions)
+		}
+		must(t, s.Resume("bg")) // not paused: no-op
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestPauseFreezesAging(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 1, Aging: &AgingConfig{Interval: time.Second}}, JobTypeConfig{}, JobTypeConfig{})
+		holder, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "x"})
+		must(t, err)
+		must(t, s.Submit("bg", "a", func(context.Context) error { return nil }))
+		time.Sleep(5 * time.Second)
+		must(t, s.Pause("bg", 0))
+		time.Sleep(time.Minute)
+		if q := s.Snapshot().Queue; q[0].EffectivePriority != PriorityBackground+5 {
+			t.Fatalf("while paused: effective %d, want %d (clock stopped at 5s)", q[0].EffectivePriority, PriorityBackground+5)
+		}
+		must(t, s.Resume("bg"))
+		time.Sleep(2 * time.Second)
+		if q := s.Snapshot().Queue; q[0].EffectivePriority != PriorityBackground+7 {
+			t.Fatalf("after resume: effective %d, want %d", q[0].EffectivePriority, PriorityBackground+7)
+		}
+		checkInvariants(t, s)
+		holder.Release()
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestPauseDeadlineAndTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 1}, JobTypeConfig{}, JobTypeConfig{})
+		var rec recorder
+		holder, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "x"})
+		must(t, err)
+		must(t, s.SubmitWith(t.Context(), "bg", "ttl", rec.job("ttl", 0), WithTTL(5*time.Second)))
+		time.Sleep(time.Second)
+		must(t, s.Pause("bg", 10*time.Second)) // lifts itself at t=11s
+		time.Sleep(9 * time.Second)
+		synctest.Wait()
+		if c := s.Snapshot().Counters; c.Expired != 0 {
+			t.Fatalf("expired while paused: %+v", c)
+		}
+		time.Sleep(time.Second + 3*time.Second) // pause lifted at 11s; 4s of TTL were left
+		synctest.Wait()
+		if c := s.Snapshot().Counters; c.Expired != 0 || s.Snapshot().Queued != 1 {
+			t.Fatalf("expired before its TTL, counted while paused: %+v", c)
+		}
+		time.Sleep(time.Second + time.Millisecond)
+		synctest.Wait()
+		if c := s.Snapshot().Counters; c.Expired != 1 || c.RejectedWaitTimeout != 1 {
+			t.Fatalf("counters after TTL = %+v, want one expiry", c)
+		}
+		wantRan(t, &rec)
+		holder.Release()
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestPauseKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 1}, JobTypeConfig{ConflictGroup: "-"}, JobTypeConfig{})
+		must(t, s.PauseKey("a", 0))
+		wa := acquireAsync(t.Context(), s, Request{Type: "fg", JobID: "1", FairnessKey: "a"})
+		synctest.Wait()
+		pb, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "2", FairnessKey: "b"})
+		must(t, err) // a is paused: its seat goes to b
+		// b runs up virtual time while a waits paused.
+		time.Sleep(10 * time.Second)
+		pb.Release()
+		select {
+		case r := <-wa:
+			t.Fatalf("paused key admitted: %v", r.err)
+		default:
+		}
+		checkInvariants(t, s)
+		s.ResumeKey("a")
+		r := <-wa
+		must(t, r.err)
+		s.mu.Lock()
+		va, vsys := s.activeKeyLocked("a").v, s.vsys
+		s.mu.Unlock()
+		if va < vsys-1 { // charged its 1s estimate from V_sys, not from 0
+			t.Errorf("resumed key's V = %v, V_sys %v: it should restart at V_sys", va, vsys)
+		}
+		r.p.Release()
+		s.ResumeKey("never-paused")
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestCloseDropsPausedBackground(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 1}, JobTypeConfig{}, JobTypeConfig{})
+		must(t, s.Pause("bg", time.Hour))
+		for _, id := range []string{"a", "b"} {
+			must(t, s.Submit("bg", id, func(context.Context) error { return nil }))
+		}
+		must(t, s.Close(context.Background())) // does not hang on work that cannot run
+		if c := s.Snapshot().Counters; c.Dropped != 2 || c.Submitted != 2 {
+			t.Fatalf("counters = %+v, want both paused jobs dropped", c)
+		}
+		if err := s.Pause("bg", 0); !errors.Is(err, ErrClosed) {
+			t.Errorf("Pause after Close = %v", err)
+		}
+	})
+}
+
+func TestControlErrors(t *testing.T) {
+	s := newTestScheduler(t, Config{Capacity: 4, Keys: map[string]KeyPolicy{"a": {MinSeats: 2}}}, JobTypeConfig{}, JobTypeConfig{})
+	for name, err := range map[string]error{
+		"Pause negative":     s.Pause("bg", -1),
+		"Pause unknown":      s.Pause("nope", 0),
+		"Resume unknown":     s.Resume("nope"),
+		"PauseKey negative":  s.PauseKey("a", -time.Second),
+		"SetCapacity 0":      s.SetCapacity(0),
+		"SetCapacity<min":    s.SetCapacity(1),
+		"SetTypeLimit -1":    s.SetTypeLimit("fg", -1),
+		"SetTypeLimit nope":  s.SetTypeLimit("nope", 1),
+		"SetWeight 0":        s.SetWeight("a", 0),
+		"SetKeyPolicy min":   s.SetKeyPolicy("b", KeyPolicy{MinSeats: 3}),
+		"SetKeyPolicy bad":   s.SetKeyPolicy("b", KeyPolicy{MaxQueued: -1}),
+		"SubmitWith ttl":     s.SubmitWith(t.Context(), "bg", "x", func(context.Context) error { return nil }, WithTTL(-1)),
+		"SubmitWith nil ctx": s.SubmitWith(nil, "bg", "x", func(context.Context) error { return nil }), //nolint:staticcheck // the nil is the test
+	} {
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		} else if !errors.Is(err, ErrInvalidConfig) && !errors.Is(err, ErrUnknownJobType) {
+			t.Errorf("%s: %v, want ErrInvalidConfig or ErrUnknownJobType", name, err)
+		}
+	}
+	must(t, s.Close(t.Context()))
+}
+
+func TestSetCapacityAndTypeLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 1}, JobTypeConfig{ConflictGroup: "-"}, JobTypeConfig{})
+		p1, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "1"})
+		must(t, err)
+		w2 := acquireAsync(t.Context(), s, Request{Type: "fg", JobID: "2"})
+		synctest.Wait()
+		must(t, s.SetCapacity(2))
+		r2 := <-w2
+		must(t, r2.err)
+		// Shrinking pre-empts nothing; the next job waits until both left.
+		must(t, s.SetCapacity(1))
+		checkInvariants(t, s)
+		w3 := acquireAsync(t.Context(), s, Request{Type: "fg", JobID: "3"})
+		synctest.Wait()
+		p1.Release()
+		synctest.Wait()
+		select {
+		case <-w3:
+			t.Fatal("admitted above the shrunk capacity")
+		default:
+		}
+		r2.p.Release()
+		r3 := <-w3
+		must(t, r3.err)
+
+		// A type limit: capacity 3, fg limited to 1 at runtime.
+		must(t, s.SetCapacity(3))
+		must(t, s.SetTypeLimit("fg", 1))
+		w4 := acquireAsync(t.Context(), s, Request{Type: "fg", JobID: "4"})
+		synctest.Wait()
+		if q := s.Snapshot().Queue; len(q) != 1 || q[0].BlockedBy != "type cap" {
+			t.Fatalf("queue = %+v, want job 4 held by the type cap", q)
+		}
+		must(t, s.SetTypeLimit("fg", 0))
+		r4 := <-w4
+		must(t, r4.err)
+		must(t, s.RegisterType("fg", JobTypeConfig{ConflictGroup: "-", Priority: PriorityForeground})) // registered config unchanged
+		r3.p.Release()
+		r4.p.Release()
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestSetWeightAndKeyPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 4}, JobTypeConfig{ConflictGroup: "-"}, JobTypeConfig{})
+		must(t, s.SetWeight("a", 4))
+		p, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "1", FairnessKey: "a"})
+		must(t, err)
+		if k := s.Snapshot().Keys[0]; k.Weight != 4 || !near(k.VirtualTime, 0.25) {
+			t.Fatalf("key a = %+v, want weight 4 and V = 1s/4", k)
+		}
+		s.ResetWeights()
+		if k := s.Snapshot().Keys[0]; k.Weight != 1 {
+			t.Fatalf("after ResetWeights weight = %v", k.Weight)
+		}
+		// MaxInFlight set at runtime caps the key; raising it admits.
+		must(t, s.SetKeyPolicy("a", KeyPolicy{MaxInFlight: 1, Weight: 2}))
+		w := acquireAsync(t.Context(), s, Request{Type: "fg", JobID: "2", FairnessKey: "a"})
+		synctest.Wait()
+		snap := s.Snapshot()
+		if len(snap.Queue) != 1 || snap.Queue[0].BlockedBy != "key cap" || snap.Keys[0].Weight != 2 {
+			t.Fatalf("snapshot = %+v / %+v, want a capped with weight 2", snap.Queue, snap.Keys)
+		}
+		must(t, s.SetKeyPolicy("a", KeyPolicy{MaxInFlight: 2}))
+		r := <-w
+		must(t, r.err)
+		checkInvariants(t, s)
+		p.Release()
+		r.p.Release()
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestDuplicatePolicies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 1}, JobTypeConfig{}, JobTypeConfig{})
+		must(t, s.RegisterType("repack", JobTypeConfig{Priority: 5, ConflictGroup: "git", Duplicates: Coalesce}))
+		must(t, s.RegisterType("gc", JobTypeConfig{Priority: 5, ConflictGroup: "git", Duplicates: Supersede}))
+		var rec recorder
+		holder, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "other"})
+		must(t, err)
+		for i := range 50 {
+			must(t, s.Submit("repack", "linux", rec.job("repack#"+string(rune('0'+i%10)), time.Second)))
+		}
+		must(t, s.Submit("gc", "linux", rec.job("gc-old", time.Second)))
+		time.Sleep(time.Second)
+		must(t, s.Submit("gc", "linux", rec.job("gc-new", time.Second)))
+		snap := s.Snapshot()
+		if snap.Queued != 2 || snap.Counters.Coalesced != 49 || snap.Counters.Superseded != 1 {
+			t.Fatalf("queued %d, counters %+v; want one repack and one gc queued", snap.Queued, snap.Counters)
+		}
+		for _, q := range snap.Queue {
+			if q.Type == "gc" && q.Wait != 0 {
+				t.Errorf("superseding gc waited %v: its clock must restart", q.Wait)
+			}
+		}
+		checkInvariants(t, s)
+		holder.Release()
+		synctest.Wait()
+		time.Sleep(3 * time.Second)
+		wantRan(t, &rec, "repack#0", "gc-new")
+		// Once the first ran, a new submission queues again.
+		must(t, s.Submit("repack", "linux", rec.job("again", 0)))
+		synctest.Wait()
+		wantRan(t, &rec, "repack#0", "gc-new", "again")
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Capacity: 1, Aging: &AgingConfig{Interval: time.Second}})
+		must(t, err)
+		must(t, s.RegisterType("pull", JobTypeConfig{Priority: 5, Retry: RetryPolicy{MaxAttempts: 3, Initial: time.Second}}))
+		must(t, s.RegisterType("fg", JobTypeConfig{Priority: 40}))
+		start := time.Now()
+		var mu sync.Mutex
+		var at []time.Duration
+		fail := errors.New("remote busy")
+		must(t, s.Submit("pull", "linux", func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, time.Since(start))
+			return Retryable(fail)
+		}))
+		synctest.Wait()
+		time.Sleep(time.Second) // first retry runs at 1s
+		synctest.Wait()
+		// Hold the seat so the second retry (due at 1s + 2s) has to queue.
+		holder, err := s.Acquire(t.Context(), Request{Type: "fg"})
+		must(t, err)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		q := s.Snapshot().Queue
+		if len(q) != 1 || q[0].EffectivePriority != 5+3 {
+			t.Fatalf("queued retry = %+v, want its aging clock running from the first submission (3 promotions)", q)
+		}
+		holder.Release()
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		if len(at) != 3 || at[0] != 0 || at[1] != time.Second || at[2] != 3*time.Second {
+			t.Errorf("attempts at %v, want [0s 1s 3s] and no fourth", at)
+		}
+		mu.Unlock()
+		c := s.Snapshot().Counters
+		if c.Retried != 2 || c.Failed != 3 || c.Completed != 4 || c.Submitted != 4 { // 3 attempts and the holder
+			t.Errorf("counters = %+v", c)
+		}
+		// A plain error is not retried; a retry pending at Close is dropped.
+		must(t, s.Submit("pull", "plain", func(context.Context) error { return fail }))
+		must(t, s.Submit("pull", "pending", func(context.Context) error { return Retryable(fail) }))
+		synctest.Wait()
+		must(t, s.Close(t.Context()))
+		if c := s.Snapshot().Counters; c.Retried != 3 || c.Dropped != 1 {
+			t.Errorf("after Close counters = %+v, want one more retry scheduled and then dropped", c)
+		}
+		if !IsRetryable(Retryable(fail)) || IsRetryable(fail) || Retryable(nil) != nil {
+			t.Error("Retryable/IsRetryable")
+		}
+	})
+}
+
+func TestSubmitWithOptions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 1}, JobTypeConfig{}, JobTypeConfig{})
+		var rec recorder
+		holder, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "x"})
+		must(t, err)
+		if err := s.SubmitWith(t.Context(), "bg", "up", rec.job("up", 0), WithPriority(PriorityForeground)); !errors.Is(err, ErrInvalidConfig) {
+			t.Fatalf("priority crossing the foreground tier: %v", err)
+		}
+		type ctxKey struct{}
+		ctx := context.WithValue(t.Context(), ctxKey{}, "trace")
+		var sawValue bool
+		must(t, s.SubmitWith(ctx, "bg", "low", rec.job("low", 0)))
+		must(t, s.SubmitWith(ctx, "bg", "high", func(ctx context.Context) error {
+			sawValue = ctx.Value(ctxKey{}) == "trace" && ctx.Err() == nil
+			return rec.job("high", 0)(ctx)
+		}, WithPriority(PriorityBackground+5), WithFairnessKey("tenant")))
+		snap := s.Snapshot()
+		if snap.Queue[0].JobID != "high" || snap.Queue[0].Key != "tenant" || snap.Queue[0].BasePriority != PriorityBackground+5 {
+			t.Fatalf("queue = %+v, want the overridden job first, under its key", snap.Queue)
+		}
+		checkInvariants(t, s)
+		holder.Release()
+		synctest.Wait()
+		wantRan(t, &rec, "high", "low")
+		if !sawValue {
+			t.Error("the job's context lost the submitter's values or inherited its cancellation")
+		}
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestSharedAccess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Capacity: 8})
+		must(t, err)
+		must(t, s.RegisterType("fetch", JobTypeConfig{Priority: 8, ConflictGroup: "git", Access: Shared}))
+		must(t, s.RegisterType("repack", JobTypeConfig{Priority: 8, ConflictGroup: "git"}))
+		fetch := func(id, key string) (*Permit, error) {
+			return s.Acquire(t.Context(), Request{Type: "fetch", JobID: id, FairnessKey: key})
+		}
+		var readers []*Permit
+		for _, k := range []string{"a", "b", "c"} {
+			p, err := fetch("linux", k)
+			must(t, err) // shared jobs run together
+			readers = append(readers, p)
+		}
+		repack := acquireAsync(t.Context(), s, Request{Type: "repack", JobID: "linux", FairnessKey: "d"})
+		synctest.Wait()
+		late := acquireAsync(t.Context(), s, Request{Type: "fetch", JobID: "linux", FairnessKey: "e"})
+		synctest.Wait()
+		other, err := fetch("tiny", "e") // another resource is unaffected
+		must(t, err)
+		snap := s.Snapshot()
+		if snap.InUse != 4 || len(snap.Queue) != 2 {
+			t.Fatalf("in use %d, queue %+v; want the repack and the late fetch waiting", snap.InUse, snap.Queue)
+		}
+		checkInvariants(t, s)
+		for _, p := range readers[:2] {
+			p.Release()
+		}
+		synctest.Wait()
+		select {
+		case <-late:
+			t.Fatal("a new shared job overtook the waiting exclusive one")
+		case <-repack:
+			t.Fatal("exclusive job ran beside a shared one")
+		default:
+		}
+		readers[2].Release()
+		r := <-repack
+		must(t, r.err)
+		checkInvariants(t, s)
+		select {
+		case <-late:
+			t.Fatal("shared job ran beside the exclusive one")
+		default:
+		}
+		r.p.Release()
+		l := <-late
+		must(t, l.err)
+		l.p.Release()
+		other.Release()
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestPausedExclusiveDoesNotHoldReaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Capacity: 8})
+		must(t, err)
+		must(t, s.RegisterType("fetch", JobTypeConfig{Priority: 8, ConflictGroup: "git", Access: Shared}))
+		must(t, s.RegisterType("repack", JobTypeConfig{Priority: 8, ConflictGroup: "git"}))
+		reader, err := s.Acquire(t.Context(), Request{Type: "fetch", JobID: "linux"})
+		must(t, err)
+		repack := acquireAsync(t.Context(), s, Request{Type: "repack", JobID: "linux"})
+		synctest.Wait()
+		late := acquireAsync(t.Context(), s, Request{Type: "fetch", JobID: "linux", FairnessKey: "x"})
+		synctest.Wait()
+		must(t, s.Pause("repack", 0)) // the repack no longer holds fetches back
+		l := <-late
+		must(t, l.err)
+		checkInvariants(t, s)
+		reader.Release()
+		l.p.Release()
+		must(t, s.Resume("repack"))
+		r := <-repack
+		must(t, r.err)
+		r.p.Release()
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestShortestFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Capacity: 1})
+		must(t, err)
+		must(t, s.RegisterType("scan", JobTypeConfig{Priority: 5, Order: ShortestFirst})) // a = 0.1/s²
+		must(t, s.RegisterType("fg", JobTypeConfig{Priority: 40}))
+		var rec recorder
+		// Learn the costs: big takes 10s, small 1s.
+		must(t, s.Submit("scan", "big", rec.job("big", 10*time.Second)))
+		synctest.Wait()
+		time.Sleep(10 * time.Second)
+		must(t, s.Submit("scan", "small", rec.job("small", time.Second)))
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		holder, err := s.Acquire(t.Context(), Request{Type: "fg"})
+		must(t, err)
+		must(t, s.Submit("scan", "big", rec.job("big", 0)))
+		time.Sleep(time.Second)
+		must(t, s.Submit("scan", "small", rec.job("small", 0)))
+		holder.Release()
+		synctest.Wait()
+		// est(big) = 0.3·10 + 0.7·1 = 3.7s, est(small) = 0.3·1 + 0.7·1 = 1s
+		// (EMAs seeded with the 1s default): 1/1 - 1/3.7 = 0.73 in favour of
+		// small, worth 7.3s of waiting; big waited only 1s more.
+		wantRan(t, &rec, "big", "small", "small", "big")
+
+		holder, err = s.Acquire(t.Context(), Request{Type: "fg"})
+		must(t, err)
+		must(t, s.Submit("scan", "big", rec.job("big", 0)))
+		// The zero-length runs above moved the estimates to big 0.7·3.7 =
+		// 2.59s and small 0.7·1 = 0.7s: small is favoured by 1/0.7 - 1/2.59
+		// = 1.04, worth 10.4s of waiting. Big waits 11s more: it goes first.
+		time.Sleep(11 * time.Second)
+		must(t, s.Submit("scan", "small", rec.job("small", 0)))
+		holder.Release()
+		synctest.Wait()
+		wantRan(t, &rec, "big", "small", "small", "big", "big", "small")
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestAccessAndOrderValidation(t *testing.T) {
+	s, err := New(Config{Capacity: 1})
+	must(t, err)
+	for name, c := range map[string]JobTypeConfig{
+		"shared without group": {Priority: 1, Access: Shared},
+		"unknown access":       {Priority: 1, Access: 7},
+		"unknown order":        {Priority: 1, Order: 9},
+		"aging without order":  {Priority: 1, OrderAging: 0.5},
+		"negative aging":       {Priority: 1, Order: ShortestFirst, OrderAging: -1},
+		"unknown duplicates":   {Priority: 1, Duplicates: 5},
+		"negative retry":       {Priority: 1, Retry: RetryPolicy{MaxAttempts: -1}},
+	} {
+		if err := s.RegisterType(JobType(name), c); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestNoJobLostRandom drives the public API with random submissions
+// (duplicates, TTLs, retries), foreground requests, pauses with and without
+// deadlines, and a Close, all under fake time, and checks that every
+// request and job ended exactly once: the counters balance, every attempt
+// that ran was counted as completed, and nothing is left queued or seated.
+func TestNoJobLostRandom(t *testing.T) {
+	for seed := range uint64(30) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { noJobLost(t, seed) })
+		})
+	}
+}
+
+func noJobLost(t *testing.T, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 99))
+	s, err := New(Config{Capacity: 2, MaxQueue: 8, Aging: &AgingConfig{Interval: time.Second, Urgent: 30}})
+	must(t, err)
+	must(t, s.RegisterType("repack", JobTypeConfig{Priority: 5, ConflictGroup: "git", MaxWait: 20 * time.Second,
+		Duplicates: Supersede, Retry: RetryPolicy{MaxAttempts: 3, Initial: time.Second}}))
+	must(t, s.RegisterType("pull", JobTypeConfig{Priority: 5, ConflictGroup: "git", Duplicates: Coalesce, Access: Shared}))
+	must(t, s.RegisterType("clone", JobTypeConfig{Priority: 20, ConflictGroup: "git", Access: Shared, MaxWait: 15 * time.Second}))
+	var mu sync.Mutex
+	attempts, released := 0, 0
+	var wg sync.WaitGroup
+	types := []JobType{"repack", "pull", "clone"}
+	for range 150 {
+		id := fmt.Sprintf("r%d", r.IntN(3))
+		switch r.IntN(8) {
+		case 0, 1: // background work that may fail, retryably or not
+			typ := types[r.IntN(2)]
+			d, fail := time.Duration(r.IntN(4))*time.Second, r.IntN(4)
+			var opts []SubmitOption
+			if r.IntN(3) == 0 {
+				opts = append(opts, WithTTL(time.Duration(1+r.IntN(10))*time.Second))
+			}
+			_ = s.SubmitWith(t.Context(), typ, id, func(ctx context.Context) error {
+				mu.Lock()
+				attempts++
+				mu.Unlock()
+				time.Sleep(d)
+				switch fail {
+				case 0:
+					return Retryable(errors.New("busy"))
+				case 1:
+					return errors.New("broken")
+				}
+				return nil
+			}, opts...)
+		case 2, 3: // a foreground request that may give up
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(1+r.IntN(20))*time.Second)
+			hold := time.Duration(r.IntN(3)) * time.Second
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer cancel()
+				p, err := s.Acquire(ctx, Request{Type: "clone", JobID: id, FairnessKey: fmt.Sprint(r.IntN(3))})
+				if err == nil {
+					time.Sleep(hold)
+					p.Release()
+					mu.Lock()
+					released++
+					mu.Unlock()
+				}
+			}()
+		case 4:
+			typ := types[r.IntN(3)]
+			if r.IntN(2) == 0 {
+				_ = s.Pause(typ, time.Duration(r.IntN(3))*5*time.Second)
+			} else {
+				_ = s.Resume(typ)
+			}
+		case 5:
+			if r.IntN(2) == 0 {
+				_ = s.PauseKey("", time.Duration(r.IntN(3))*5*time.Second)
+			} else {
+				s.ResumeKey("")
+			}
+		default:
+			time.Sleep(time.Duration(r.IntN(3000)) * time.Millisecond)
+		}
+		synctest.Wait()
+		s.mu.Lock()
+		err := s.checkInvariantsLocked()
+		s.mu.Unlock()
+		if err != nil {
+			t.Fatalf("invariant broken: %v", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.IntN(60))*time.Second)
+	defer cancel()
+	_ = s.Close(ctx)
+	wg.Wait()
+	snap := s.Snapshot()
+	c := snap.Counters
+	ended := c.Completed + c.RejectedQueueFull + c.RejectedWaitTimeout + c.RejectedClosed + c.Cancelled + c.Dropped + c.Coalesced + c.Superseded
+	if c.Submitted != ended || snap.Queued != 0 || snap.InUse != 0 {
+		t.Fatalf("counters do not balance (%d submitted, %d ended), %d queued, %d seated: %+v", c.Submitted, ended, snap.Queued, snap.InUse, c)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if c.Completed != uint64(attempts+released) {
+		t.Fatalf("completed %d, but %d attempts ran and %d permits were released", c.Completed, attempts, released)
+	}
+}
