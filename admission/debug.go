@@ -16,10 +16,10 @@ import (
 // fairness keys with their virtual times, the learned cost estimates and the
 // counters. It answers GET and HEAD only (405 otherwise):
 //
-//   - without a format parameter, a self-contained HTML page (inline CSS and
-//     script, no external assets, works offline) that refreshes itself every
-//     second from ?format=json, and reloads every 5 seconds when scripts are
-//     off;
+//   - without a format parameter (or with format=html), a self-contained
+//     HTML page (inline CSS and script, no external assets, works offline)
+//     that refreshes itself every second from ?format=json, and reloads
+//     every 5 seconds when scripts are off;
 //   - with format=json, the snapshot as JSON. Field names are the Snapshot's
 //     in snake_case and are stable; every duration appears twice, as
 //     seconds (a number, name ending in _seconds) and as text in Go's
