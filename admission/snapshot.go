@@ -143,19 +143,20 @@ type costSum struct {
 }
 
 // learnedCostsLocked sums the unexpired cost estimates per job type, in one
-// pass over the cost LRU (bounded by Config.MaxCostEntries). Peek leaves the
-// LRU's recency alone: looking must not change what is forgotten next.
+// pass over the cost LRU (bounded by Config.MaxCostEntries). Keys and Values
+// list the entries in the same order (oldest to newest) and leave the LRU's
+// recency alone: looking must not change what is forgotten next.
 func (s *Scheduler) learnedCostsLocked(now time.Time) map[JobType]costSum {
 	sums := make(map[JobType]costSum, len(s.types))
-	for _, k := range s.costs.Keys() {
-		e, ok := s.costs.Peek(k)
-		if !ok || now.Sub(e.at) > s.cfg.CostTTL {
+	keys, vals := s.costs.Keys(), s.costs.Values()
+	for i, e := range vals {
+		if now.Sub(e.at) > s.cfg.CostTTL {
 			continue
 		}
-		c := sums[k.typ]
+		c := sums[keys[i].typ]
 		c.n++
 		c.sum += e.est
-		sums[k.typ] = c
+		sums[keys[i].typ] = c
 	}
 	return sums
 }
