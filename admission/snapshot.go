@@ -2,6 +2,7 @@ package admission
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 )
@@ -43,6 +44,7 @@ type Snapshot struct {
 	Types         []TypeSnapshot   // by name
 	Tiers         []TierSnapshot   // by priority, highest first
 	Keys          []KeySnapshot    // active keys, most queued first, at most SnapshotMaxKeys
+	ActiveKeys    int              // active keys in all; Keys shows min(ActiveKeys, SnapshotMaxKeys)
 	Queue         []QueuedSnapshot // queued jobs in dispatch order at Time, at most SnapshotMaxQueue
 	Counters      Counters
 }
@@ -58,6 +60,13 @@ type TypeSnapshot struct {
 	Type            JobType
 	Config          JobTypeConfig
 	Running, Queued int
+	// LearnedCosts counts the tracked cost estimates of this type that have
+	// not expired (over all types, at most Config.MaxCostEntries); MeanCost
+	// is the mean of those estimates, or Config.DefaultCost when there are
+	// none. Expired estimates count as neither: the scheduler uses
+	// DefaultCost for them, as for a job ID it has never seen.
+	LearnedCosts int
+	MeanCost     time.Duration
 }
 
 // TierSnapshot describes one base priority.
@@ -90,8 +99,9 @@ type QueuedSnapshot struct {
 	BlockedBy string
 }
 
-// Snapshot returns the current state. It costs O(queued · log SnapshotMaxQueue)
-// under the scheduler's lock; use it for debugging, not per request.
+// Snapshot returns the current state. It costs
+// O(queued · log SnapshotMaxQueue + tracked cost estimates) under the
+// scheduler's lock; use it for debugging, not per request.
 func (s *Scheduler) Snapshot() Snapshot {
 	now := s.now()
 	s.mu.Lock()
@@ -104,8 +114,15 @@ func (s *Scheduler) Snapshot() Snapshot {
 		SystemVirtual: s.vsys,
 		Counters:      s.counters,
 	}
+	costs := s.learnedCostsLocked(now)
 	for _, t := range s.types {
-		snap.Types = append(snap.Types, TypeSnapshot{Type: t.name, Config: t.cfg, Running: t.running, Queued: t.queued})
+		c := costs[t.name]
+		mean := t.cfg.DefaultCost
+		if c.n > 0 {
+			mean = time.Duration(math.Round(c.sum / float64(c.n) * float64(time.Second)))
+		}
+		snap.Types = append(snap.Types, TypeSnapshot{Type: t.name, Config: t.cfg, Running: t.running, Queued: t.queued,
+			LearnedCosts: c.n, MeanCost: mean})
 	}
 	slices.SortFunc(snap.Types, func(a, b TypeSnapshot) int { return cmp.Compare(a.Type, b.Type) })
 	for _, t := range s.tiers {
@@ -114,6 +131,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 	slices.SortFunc(snap.Tiers, func(a, b TierSnapshot) int { return cmp.Compare(b.Priority, a.Priority) })
 
 	keys := s.activeKeysLocked()
+	snap.ActiveKeys = len(keys)
 	slices.SortStableFunc(keys, func(a, b *keyState) int { return cmp.Compare(b.queued, a.queued) })
 	for _, k := range keys[:min(len(keys), SnapshotMaxKeys)] {
 		snap.Keys = append(snap.Keys, KeySnapshot{Key: k.name, Weight: k.w, VirtualTime: k.v,
@@ -121,6 +139,31 @@ func (s *Scheduler) Snapshot() Snapshot {
 	}
 	snap.Queue = s.queueOrderLocked(keys, now)
 	return snap
+}
+
+// costSum accumulates the unexpired cost estimates of one job type.
+type costSum struct {
+	n   int
+	sum float64 // seconds
+}
+
+// learnedCostsLocked sums the unexpired cost estimates per job type, in one
+// pass over the cost LRU (bounded by Config.MaxCostEntries). Keys and Values
+// list the entries in the same order (oldest to newest) and leave the LRU's
+// recency alone: looking must not change what is forgotten next.
+func (s *Scheduler) learnedCostsLocked(now time.Time) map[JobType]costSum {
+	sums := make(map[JobType]costSum, len(s.types))
+	keys, vals := s.costs.Keys(), s.costs.Values()
+	for i, e := range vals {
+		if now.Sub(e.at) > s.cfg.CostTTL {
+			continue
+		}
+		c := sums[keys[i].typ]
+		c.n++
+		c.sum += e.est
+		sums[keys[i].typ] = c
+	}
+	return sums
 }
 
 // queuedEntry pairs a queued job with its rank at the snapshot instant.
