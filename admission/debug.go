@@ -102,7 +102,8 @@ type debugSnapshot struct {
 type debugType struct {
 	Type               JobType       `json:"type"`
 	Priority           Priority      `json:"priority"`
-	MaxConcurrency     int           `json:"max_concurrency"` // 0 = no cap
+	MaxConcurrency     int           `json:"max_concurrency"` // the limit now; 0 = no cap
+	Paused             bool          `json:"paused"`
 	ConflictGroup      ConflictGroup `json:"conflict_group"`
 	MaxWaitSeconds     float64       `json:"max_wait_seconds"` // 0 = until the caller's context ends
 	MaxWait            string        `json:"max_wait"`
@@ -130,6 +131,7 @@ type debugKey struct {
 	Queued         int     `json:"queued"`
 	MinSeats       int     `json:"min_seats"`
 	Share          float64 `json:"share"` // running / in_use, 0 when no seat is in use
+	Paused         bool    `json:"paused"`
 }
 
 type debugQueued struct {
@@ -158,6 +160,10 @@ type debugCounters struct {
 	AgingPromotions     uint64 `json:"aging_promotions"`
 	UrgentAdmissions    uint64 `json:"urgent_admissions"`
 	Exempt              uint64 `json:"exempt"`
+	Expired             uint64 `json:"expired"`
+	Coalesced           uint64 `json:"coalesced"`
+	Superseded          uint64 `json:"superseded"`
+	Retried             uint64 `json:"retried"`
 }
 
 // debugDuration is a duration as text, rounded to the millisecond.
@@ -176,7 +182,7 @@ func debugView(s Snapshot) debugSnapshot {
 	for _, t := range s.Types {
 		c := t.Config
 		v.Types = append(v.Types, debugType{
-			Type: t.Type, Priority: c.Priority, MaxConcurrency: c.MaxConcurrency, ConflictGroup: c.ConflictGroup,
+			Type: t.Type, Priority: c.Priority, MaxConcurrency: t.Limit, Paused: t.Paused, ConflictGroup: c.ConflictGroup,
 			MaxWaitSeconds: c.MaxWait.Seconds(), MaxWait: debugDuration(c.MaxWait),
 			Running: t.Running, Queued: t.Queued,
 			DefaultCostSeconds: c.DefaultCost.Seconds(), DefaultCost: debugDuration(c.DefaultCost),
@@ -192,7 +198,7 @@ func debugView(s Snapshot) debugSnapshot {
 			share = float64(k.Running) / float64(s.InUse)
 		}
 		v.Keys = append(v.Keys, debugKey{Key: k.Key, Weight: k.Weight, VirtualSeconds: k.VirtualTime,
-			Running: k.Running, Queued: k.Queued, MinSeats: k.MinSeats, Share: share})
+			Running: k.Running, Queued: k.Queued, MinSeats: k.MinSeats, Share: share, Paused: k.Paused})
 	}
 	for _, q := range s.Queue {
 		v.Queue = append(v.Queue, debugQueued{
@@ -219,6 +225,7 @@ func (c debugCounters) List() []debugCounter {
 		{"rejected_wait_timeout", c.RejectedWaitTimeout}, {"rejected_closed", c.RejectedClosed},
 		{"cancelled", c.Cancelled}, {"dropped", c.Dropped}, {"aging_promotions", c.AgingPromotions},
 		{"urgent_admissions", c.UrgentAdmissions}, {"exempt", c.Exempt},
+		{"expired", c.Expired}, {"coalesced", c.Coalesced}, {"superseded", c.Superseded}, {"retried", c.Retried},
 	}
 }
 
@@ -281,7 +288,7 @@ const debugBody = `
 <h2>Job types</h2>
 <table><thead><tr><th>Type</th><th>Priority</th><th>Running</th><th>Queued</th><th>Limit</th><th>Conflict group</th><th>Max wait</th></tr></thead>
 <tbody id="types-body">{{range .Types}}
-<tr><td>{{.Type}}</td><td>{{.Priority}}</td><td>{{.Running}}</td><td>{{.Queued}}</td><td>{{if .MaxConcurrency}}{{.MaxConcurrency}}{{else}}none{{end}}</td><td>{{or .ConflictGroup "—"}}</td><td>{{if .MaxWaitSeconds}}{{.MaxWait}}{{else}}none{{end}}</td></tr>{{else}}
+<tr><td>{{.Type}}{{if .Paused}} (paused){{end}}</td><td>{{.Priority}}</td><td>{{.Running}}</td><td>{{.Queued}}</td><td>{{if .MaxConcurrency}}{{.MaxConcurrency}}{{else}}none{{end}}</td><td>{{or .ConflictGroup "—"}}</td><td>{{if .MaxWaitSeconds}}{{.MaxWait}}{{else}}none{{end}}</td></tr>{{else}}
 <tr><td colspan="7" class="none">no job types registered</td></tr>{{end}}
 </tbody></table>
 </section>
@@ -381,7 +388,7 @@ const debugScript = `
       td(tr, t.priority); td(tr, t.running); td(tr, t.queued); td(tr, t.limit);
     });
     fill("types-body", s.types, 7, "no job types registered", function (tr, t) {
-      td(tr, t.type); td(tr, t.priority); td(tr, t.running); td(tr, t.queued);
+      td(tr, t.paused ? t.type + " (paused)" : t.type); td(tr, t.priority); td(tr, t.running); td(tr, t.queued);
       td(tr, t.max_concurrency ? t.max_concurrency : "none");
       td(tr, t.conflict_group || "\u2014");
       td(tr, t.max_wait_seconds ? t.max_wait : "none");

@@ -95,10 +95,10 @@ func TestDebugHandlerJSONQueued(t *testing.T) {
 				"system_virtual_seconds", "tiers", "time", "types"}},
 			{"queue entry", raw["queue"].([]any)[0], []string{"base_priority", "blocked_by", "effective_priority",
 				"job_id", "key", "type", "urgent", "wait", "wait_seconds"}},
-			{"key", raw["keys"].([]any)[0], []string{"key", "min_seats", "queued", "running", "share", "virtual_seconds", "weight"}},
+			{"key", raw["keys"].([]any)[0], []string{"key", "min_seats", "paused", "queued", "running", "share", "virtual_seconds", "weight"}},
 			{"tier", raw["tiers"].([]any)[0], []string{"limit", "priority", "queued", "running"}},
 			{"type", raw["types"].([]any)[0], []string{"conflict_group", "default_cost", "default_cost_seconds",
-				"learned_costs", "max_concurrency", "max_wait", "max_wait_seconds", "mean_cost", "mean_cost_seconds",
+				"learned_costs", "max_concurrency", "max_wait", "max_wait_seconds", "mean_cost", "mean_cost_seconds", "paused",
 				"priority", "queued", "running", "type"}},
 		} {
 			if got := sortedKeys(c.obj); !slices.Equal(got, c.want) {

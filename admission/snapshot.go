@@ -60,6 +60,12 @@ type TypeSnapshot struct {
 	Type            JobType
 	Config          JobTypeConfig
 	Running, Queued int
+	// Limit is the type's running-job cap now (Config.MaxConcurrency unless
+	// SetTypeLimit changed it; 0 = none); Paused says whether Pause holds
+	// it, until PausedUntil (zero = until Resume).
+	Limit       int
+	Paused      bool
+	PausedUntil time.Time
 	// LearnedCosts counts the tracked cost estimates of this type that have
 	// not expired (over all types, at most Config.MaxCostEntries); MeanCost
 	// is the mean of those estimates, or Config.DefaultCost when there are
@@ -82,6 +88,7 @@ type KeySnapshot struct {
 	VirtualTime     float64 // V_k, seconds
 	Running, Queued int
 	MinSeats        int
+	Paused          bool // PauseKey holds it
 }
 
 // QueuedSnapshot describes one queued job.
@@ -121,8 +128,12 @@ func (s *Scheduler) Snapshot() Snapshot {
 		if c.n > 0 {
 			mean = time.Duration(math.Round(c.sum / float64(c.n) * float64(time.Second)))
 		}
-		snap.Types = append(snap.Types, TypeSnapshot{Type: t.name, Config: t.cfg, Running: t.running, Queued: t.queued,
-			LearnedCosts: c.n, MeanCost: mean})
+		ts := TypeSnapshot{Type: t.name, Config: t.cfg, Running: t.running, Queued: t.queued,
+			Limit: t.limit, Paused: t.paused, LearnedCosts: c.n, MeanCost: mean}
+		if t.pause != nil {
+			ts.PausedUntil = t.pause.until
+		}
+		snap.Types = append(snap.Types, ts)
 	}
 	slices.SortFunc(snap.Types, func(a, b TypeSnapshot) int { return cmp.Compare(a.Type, b.Type) })
 	for _, t := range s.tiers {
@@ -135,7 +146,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 	slices.SortStableFunc(keys, func(a, b *keyState) int { return cmp.Compare(b.queued, a.queued) })
 	for _, k := range keys[:min(len(keys), SnapshotMaxKeys)] {
 		snap.Keys = append(snap.Keys, KeySnapshot{Key: k.name, Weight: k.w, VirtualTime: k.v,
-			Running: k.running, Queued: k.queued, MinSeats: k.policy.MinSeats})
+			Running: k.running, Queued: k.queued, MinSeats: k.policy.MinSeats, Paused: k.paused})
 	}
 	snap.Queue = s.queueOrderLocked(keys, now)
 	return snap
