@@ -45,6 +45,12 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 	wake, err := s.enqueueLocked(j, ts, key, now, buf[:0])
 	if err == nil {
 		wake = s.dispatchLocked(now, wake)
+		switch {
+		case s.dryRun && j.state != jobRunning:
+			s.dryAdmitLocked(j, now)
+		case s.cfg.DeadlineAware && j.state != jobRunning:
+			err = s.checkDeadlineLocked(ctx, j, now)
+		}
 	}
 	admitted := j.state == jobRunning
 	if err == nil && !admitted {

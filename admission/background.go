@@ -200,6 +200,10 @@ func (s *Scheduler) submitLocked(j *job, t *typeState, key string, now time.Time
 	if err != nil {
 		return wake, err
 	}
+	if s.dryRun && j.state != jobRunning {
+		s.dryAdmitLocked(j, now)
+		wake = append(wake, j)
+	}
 	if j.state == jobQueued || j.state == jobParked {
 		if t.cfg.Duplicates != Allow {
 			s.pending[dk] = j

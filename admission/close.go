@@ -92,6 +92,12 @@ func (s *Scheduler) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	s.cancelBase()
 	s.wg.Wait()
+	s.mu.Lock()
+	s.stopped = true
+	if g := s.pressure; g != nil && g.timer != nil {
+		g.timer.Stop()
+	}
+	s.mu.Unlock()
 	return err
 }
 

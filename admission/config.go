@@ -107,6 +107,16 @@ type Config struct {
 	KeyTTL         time.Duration        // idle key state expiry; 0 = DefaultKeyTTL
 	MaxCostEntries int                  // tracked cost estimates (LRU); 0 = DefaultMaxCostEntries
 	CostTTL        time.Duration        // cost estimate expiry; 0 = DefaultCostTTL
+	// DryRun computes, counts and traces every decision but admits every
+	// request and job at once (see Scheduler.SetDryRun).
+	DryRun bool
+	// DeadlineAware turns away at once, with ErrDeadlineTooSoon, a request
+	// that would have to wait and whose context deadline ends before the
+	// earliest time it could start (see Scheduler.Acquire).
+	DeadlineAware bool
+	// Pressure, if set, holds back low-priority work while the server is
+	// under pressure (see PressureConfig).
+	Pressure *PressureConfig
 }
 
 // Defaults for the zero fields of [Config] and [JobTypeConfig].
@@ -199,6 +209,11 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.CostAlpha == 0 {
 		c.CostAlpha = DefaultCostAlpha
+	}
+	if c.Pressure != nil {
+		if c.Pressure, err = c.Pressure.validate(); err != nil {
+			return c, err
+		}
 	}
 	return c, nil
 }

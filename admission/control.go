@@ -134,3 +134,45 @@ func (s *Scheduler) forEachKeyLocked(fn func(*keyState)) {
 		fn(k)
 	}
 }
+
+// SetDryRun turns dry-run mode on or off. In dry-run mode every decision is
+// computed, counted and traced as usual, but a request or job that would
+// wait is admitted at once instead (Counters.DryRunWaits, and BlockedBy on
+// the trace says why it would have waited); turning it on admits what is
+// queued. Since nothing stays queued, queue bounds and MaxWait never
+// trigger, and capacity, caps and conflicts may be exceeded: the counters
+// show how often enforcement would have held work back under the real load.
+// Turning it off enforces again from the next dispatch; running work is
+// never pre-empted.
+func (s *Scheduler) SetDryRun(on bool) {
+	now := s.now()
+	var wake []*job
+	s.mu.Lock()
+	s.dryRun = on
+	if on {
+		for _, k := range s.queuedKeysLocked() {
+			for j := k.head; j != nil; {
+				next := j.next
+				s.dryAdmitLocked(j, now)
+				wake = append(wake, j)
+				j = next
+			}
+		}
+	}
+	wake = s.dispatchLocked(now, wake)
+	s.mu.Unlock()
+	s.wakeAll(wake)
+}
+
+// dryAdmitLocked seats queued job j at once although dispatch made it wait
+// (dry-run). Limits may be exceeded from here on.
+func (s *Scheduler) dryAdmitLocked(j *job, now time.Time) {
+	s.counters.DryRunWaits++
+	k := j.key
+	s.unqueueLocked(j, now) // may make k idle; it is active again below
+	j.key = s.wakeKeyLocked(k, k.name, now)
+	j.state = jobNew
+	s.overSeated = true
+	s.seatLocked(j, s.resourceLocked(j), now)
+	s.keyChangedLocked(j.key, now)
+}

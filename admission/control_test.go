@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -644,5 +645,143 @@ func noJobLost(t *testing.T, seed uint64) {
 	defer mu.Unlock()
 	if c.Completed != uint64(attempts+released) {
 		t.Fatalf("completed %d, but %d attempts ran and %d permits were released", c.Completed, attempts, released)
+	}
+}
+
+func TestDryRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 1, DryRun: true}, JobTypeConfig{}, JobTypeConfig{})
+		p1, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "linux"})
+		must(t, err)
+		p2, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "linux"}) // would wait: capacity and conflict
+		must(t, err)
+		var rec recorder
+		must(t, s.Submit("bg", "x", rec.job("x", time.Second)))
+		synctest.Wait()
+		wantRan(t, &rec, "x")
+		snap := s.Snapshot()
+		if !snap.DryRun || snap.InUse != 3 || snap.Queued != 0 || snap.Counters.DryRunWaits != 2 {
+			t.Fatalf("dry run: in use %d, queued %d, counters %+v; want all three running, two counted as waits",
+				snap.InUse, snap.Queued, snap.Counters)
+		}
+		checkInvariants(t, s)
+		// Enforcing again: the next request waits until the seats are below
+		// capacity; nothing running is pre-empted.
+		s.SetDryRun(false)
+		w := acquireAsync(t.Context(), s, Request{Type: "fg", JobID: "other"})
+		time.Sleep(time.Second) // the background job ends
+		p1.Release()
+		synctest.Wait()
+		select {
+		case <-w:
+			t.Fatal("admitted while two seats of one were still held")
+		default:
+		}
+		p2.Release()
+		r := <-w
+		must(t, r.err)
+		// Turning dry-run on admits what is queued.
+		w2 := acquireAsync(t.Context(), s, Request{Type: "fg", JobID: "more"})
+		synctest.Wait()
+		s.SetDryRun(true)
+		r2 := <-w2
+		must(t, r2.err)
+		checkInvariants(t, s)
+		r.p.Release()
+		r2.p.Release()
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestDeadlineAware(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 1, DeadlineAware: true}, JobTypeConfig{DefaultCost: 10 * time.Second}, JobTypeConfig{})
+		holder, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "a"})
+		must(t, err)
+		time.Sleep(2 * time.Second) // the holder is expected to end in 8s
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		_, err = s.Acquire(ctx, Request{Type: "fg", JobID: "b"})
+		var re *RejectedError
+		if !errors.Is(err, ErrDeadlineTooSoon) || !errors.As(err, &re) || re.RetryAfter != 8*time.Second {
+			t.Fatalf("Acquire with a 5s deadline behind 8s of work = %v, want ErrDeadlineTooSoon with retry after 8s", err)
+		}
+		// With time enough it waits and is admitted.
+		ctx2, cancel2 := context.WithTimeout(t.Context(), 9*time.Second)
+		defer cancel2()
+		w := acquireAsync(ctx2, s, Request{Type: "fg", JobID: "c"})
+		synctest.Wait()
+		time.Sleep(7 * time.Second)
+		holder.Release()
+		r := <-w
+		must(t, r.err)
+		r.p.Release()
+		if c := s.Snapshot().Counters; c.RejectedDeadline != 1 || c.Submitted != c.Completed+c.RejectedDeadline {
+			t.Errorf("counters = %+v", c)
+		}
+		must(t, s.Close(t.Context()))
+	})
+}
+
+func TestPressureGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		level := 0.9
+		src := PressureFunc(func() float64 { mu.Lock(); defer mu.Unlock(); return level })
+		s := newTestScheduler(t, Config{Capacity: 4, Pressure: &PressureConfig{Source: src, Threshold: 0.8, MinPriority: PriorityBackground}},
+			JobTypeConfig{}, JobTypeConfig{})
+		var rec recorder
+		must(t, s.Submit("bg", "x", rec.job("x", 0)))
+		p, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "a"}) // above MinPriority: admitted
+		must(t, err)
+		synctest.Wait()
+		wantRan(t, &rec)
+		if q := s.Snapshot().Queue; len(q) != 1 || q[0].BlockedBy != "pressure" {
+			t.Fatalf("queue = %+v, want the background job held by pressure", q)
+		}
+		mu.Lock()
+		level = 0.2
+		mu.Unlock()
+		time.Sleep(DefaultPressureInterval) // noticed with no arrival or release
+		synctest.Wait()
+		wantRan(t, &rec, "x")
+		p.Release()
+		must(t, s.Close(t.Context()))
+	})
+	if _, err := New(Config{Capacity: 1, Pressure: &PressureConfig{Threshold: 0.5}}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("nil source: %v", err)
+	}
+	if _, err := New(Config{Capacity: 1, Pressure: &PressureConfig{Source: PressureFunc(func() float64 { return 0 }), Threshold: 2}}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("threshold 2: %v", err)
+	}
+}
+
+func TestRuntimePressure(t *testing.T) {
+	buckets := []float64{math.Inf(-1), 0.001, 0.002, 0.005, 0.010, math.Inf(1)}
+	for _, tc := range []struct {
+		counts []uint64
+		want   float64
+	}{
+		{[]uint64{0, 0, 0, 0, 0}, 0},
+		{[]uint64{100, 0, 0, 0, 0}, 0},    // all below 1ms
+		{[]uint64{0, 1000, 0, 0, 0}, 0.1}, // p99 in [1ms, 2ms): 1ms / 10ms
+		{[]uint64{0, 980, 0, 20, 0}, 0.5}, // 2% at 5ms or more
+		{[]uint64{0, 0, 0, 0, 100}, 1},    // 10ms or more: saturated
+	} {
+		total := uint64(0)
+		for _, c := range tc.counts {
+			total += c
+		}
+		if got := histogramPressure(tc.counts, buckets, total, 10*time.Millisecond); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("histogramPressure(%v) = %v, want %v", tc.counts, got, tc.want)
+		}
+	}
+	r, err := NewRuntimePressure(10 * time.Millisecond)
+	must(t, err)
+	if p := r.Pressure(); p < 0 || p > 1 || math.IsNaN(p) {
+		t.Errorf("RuntimePressure = %v, want in [0, 1]", p)
+	}
+	if _, err := NewRuntimePressure(0); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewRuntimePressure(0) = %v", err)
 	}
 }

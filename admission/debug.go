@@ -164,6 +164,8 @@ type debugCounters struct {
 	Coalesced           uint64 `json:"coalesced"`
 	Superseded          uint64 `json:"superseded"`
 	Retried             uint64 `json:"retried"`
+	DryRunWaits         uint64 `json:"dry_run_waits"`
+	RejectedDeadline    uint64 `json:"rejected_deadline"`
 }
 
 // debugDuration is a duration as text, rounded to the millisecond.
@@ -226,6 +228,7 @@ func (c debugCounters) List() []debugCounter {
 		{"cancelled", c.Cancelled}, {"dropped", c.Dropped}, {"aging_promotions", c.AgingPromotions},
 		{"urgent_admissions", c.UrgentAdmissions}, {"exempt", c.Exempt},
 		{"expired", c.Expired}, {"coalesced", c.Coalesced}, {"superseded", c.Superseded}, {"retried", c.Retried},
+		{"dry_run_waits", c.DryRunWaits}, {"rejected_deadline", c.RejectedDeadline},
 	}
 }
 

@@ -1,6 +1,9 @@
 package admission
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // dispatchLocked admits as many queued jobs as fit, in dispatch order, and
 // appends each admitted job to wake. It first re-ranks the flows whose head
@@ -10,6 +13,7 @@ func (s *Scheduler) dispatchLocked(now time.Time, wake []*job) []*job {
 	for s.promos.Len() > 0 && !s.promos.Top().promoAt.After(now) {
 		s.syncFlowLocked(s.promos.Top(), now)
 	}
+	s.refreshPressureLocked(now)
 	for s.inUse < s.cfg.Capacity {
 		f := s.pickLocked()
 		if f == nil {
@@ -25,6 +29,9 @@ func (s *Scheduler) dispatchLocked(now time.Time, wake []*job) []*job {
 		}
 		s.admitLocked(j, r, now)
 		wake = append(wake, j)
+	}
+	if s.pressure != nil {
+		s.armPressureLocked()
 	}
 	return wake
 }
@@ -42,7 +49,7 @@ func (s *Scheduler) pickLocked() *flow {
 		k := t.flows.topKey()
 		// Urgent jobs may exceed their tier cap; a type's top flow is urgent
 		// whenever any of its flows is, because urgency sorts first.
-		if !k.urgent && t.tier.running >= t.tier.cap {
+		if !k.urgent && t.tier.running >= t.tier.cap || s.pressureHolds(k.eff) {
 			continue
 		}
 		if best == nil || lessKey(k, bestKey) {
@@ -115,6 +122,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 	}
 	j.agingAt = j.agingStart.UnixNano()
 	if s.queued == 0 {
+		s.refreshPressureLocked(now)
 		// Nothing else waits, so if j may start, it is the job dispatch would
 		// pick: it takes its seat here without passing through the queue's
 		// structures (the uncontended case). Its key has no flows to re-sort.
@@ -223,7 +231,7 @@ func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 func (s *Scheduler) mayStartLocked(j *job, r *resource) bool {
 	t, k := j.typ, j.key
 	return s.inUse < s.cfg.Capacity && !t.blocked() && t.tier.running < t.tier.cap &&
-		!k.held() && (r == nil || r.admits(j))
+		!k.held() && (r == nil || r.admits(j)) && !s.pressureHolds(j.prio)
 }
 
 // seatLocked gives j, which is in no queue structure, a seat: it charges its
@@ -259,7 +267,9 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
 			r.xwait--
 		}
 		r.holders++
-		r.excl = t.cfg.Access == Exclusive
+		if t.cfg.Access == Exclusive {
+			r.excl++
+		}
 		j.res = r
 	}
 	if !j.foreground {
@@ -442,25 +452,7 @@ func (s *Scheduler) rejectLocked(reason error, perKey bool, t *typeState, k *key
 	if reason == ErrClosed {
 		return e
 	}
-	first, sum := -1.0, 0.0
-	for _, slot := range s.running.s {
-		r := slot.v
-		rem := r.est - now.Sub(r.started).Seconds()
-		if rem < 0 {
-			rem = 0
-		}
-		if first < 0 || rem < first {
-			first = rem
-		}
-		sum += r.est
-	}
-	if first < 0 || s.inUse < s.cfg.Capacity {
-		first = 0
-	}
-	mean := t.cfg.DefaultCost.Seconds()
-	if n := s.running.Len(); n > 0 {
-		mean = sum / float64(n)
-	}
+	first, mean := s.runningTimesLocked(t, now)
 	backlog := 0.0
 	if k != nil {
 		backlog = float64(k.queued) * mean / float64(s.cfg.Capacity)
@@ -470,4 +462,56 @@ func (s *Scheduler) rejectLocked(reason error, perKey bool, t *typeState, k *key
 		e.RetryAfter = time.Millisecond
 	}
 	return e
+}
+
+// checkDeadlineLocked turns away j, just queued, if ctx's deadline ends
+// before the earliest time j could start. That time is a lower bound, so a
+// request is never turned away that could have made it: the first running
+// job's expected end, plus the work certainly ahead of j (older jobs of its
+// own flow and everything queued in higher tiers) spread over all seats at
+// the mean cost of the running jobs.
+func (s *Scheduler) checkDeadlineLocked(ctx context.Context, j *job, now time.Time) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	ahead := j.flow.jobs.Len() - 1 + j.flow.parked
+	for _, t := range s.tiers {
+		if t.prio > j.prio {
+			ahead += t.queued
+		}
+	}
+	first, mean := s.runningTimesLocked(j.typ, now)
+	start := first + float64(ahead)*mean/float64(s.cfg.Capacity)
+	wait := time.Duration(start * float64(time.Second))
+	if !now.Add(wait).After(deadline) {
+		return nil
+	}
+	s.unqueueLocked(j, now)
+	s.counters.RejectedDeadline++
+	j.err = &RejectedError{Reason: ErrDeadlineTooSoon, PerKey: false, Type: j.typ.name, RetryAfter: max(wait, time.Millisecond)}
+	return j.err
+}
+
+// runningTimesLocked returns when the first running job is expected to end
+// (seconds from now; 0 when a seat is free) and the mean estimate of the
+// running jobs (t's DefaultCost when none runs).
+func (s *Scheduler) runningTimesLocked(t *typeState, now time.Time) (first, mean float64) {
+	first, sum := -1.0, 0.0
+	for _, slot := range s.running.s {
+		r := slot.v
+		rem := max(r.est-now.Sub(r.started).Seconds(), 0)
+		if first < 0 || rem < first {
+			first = rem
+		}
+		sum += r.est
+	}
+	if first < 0 || s.inUse < s.cfg.Capacity {
+		first = 0
+	}
+	mean = t.cfg.DefaultCost.Seconds()
+	if n := s.running.Len(); n > 0 {
+		mean = sum / float64(n)
+	}
+	return first, mean
 }

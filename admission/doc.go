@@ -14,7 +14,12 @@
 // cap of its tier (at most int(p) jobs of base priority p run at once), unless
 // Config.TierLimits overrides it. A type's MaxConcurrency caps its own running
 // jobs. Two jobs conflict when their types share a non-empty [ConflictGroup]
-// and they have the same job ID; conflicting jobs never run at the same time.
+// and they have the same job ID; conflicting jobs never run at the same time,
+// unless both types have Access [Shared]: shared jobs on one resource run
+// together (many fetches of one repository), an [Exclusive] job runs alone on
+// it (its repack), and an exclusive job that found the resource busy stops
+// new shared jobs from overtaking it, so a stream of readers cannot starve a
+// writer.
 //
 // # Virtual time: weighted fairness with memory
 //
@@ -49,9 +54,11 @@
 // Whenever a seat may have opened or work arrived, dispatch admits as many
 // jobs as fit. A queued job is admissible when (1) a seat is free, (2) its
 // type is below MaxConcurrency, (3) no running job conflicts with it, (4) its
-// key is below MaxInFlight, (5) its type is not paused (pausing is not
-// implemented yet, so this always holds) and (6) its tier is below its cap,
-// unless the job is urgent. Among admissible jobs the order is
+// key is below MaxInFlight, (5) neither its type nor its key is paused and
+// (6) its tier is below its cap, unless the job is urgent (and, with the
+// optional pressure gate, (7) the server is not under pressure or the job's
+// effective priority is above the gate's MinPriority). Among admissible jobs
+// the order is
 // urgent first (oldest first), then effective priority (highest first), then
 // keys below their MinSeats, then V_k (lowest first), then arrival (oldest
 // first); the sequence number assigned at enqueue breaks every remaining tie,
@@ -64,10 +71,13 @@
 // checkInvariantsLocked verifies them after every step of the table and fuzz
 // tests).
 //
-//   - flow: the queued jobs of one (fairness key, job type), in a heap ordered
-//     by (aging start, seq). All jobs of a flow share V_k, MinSeats status and
-//     an aging function that only grows with age, so the flow's head is its
-//     best job: the scheduler never needs to look past it.
+//   - flow: the queued jobs of one (fairness key, job type, base priority),
+//     in a heap ordered by (aging start, seq), or for an Order ShortestFirst
+//     type by Smith's rule with aging (below). All jobs of a flow share V_k,
+//     MinSeats status, base priority and an aging function that only grows
+//     with age, so the flow's head is its best job: the scheduler never needs
+//     to look past it. (A SubmitWith priority override makes a flow of its
+//     own, which keeps this true.)
 //   - typeState.flows: a heap of the type's flows that have a job ready,
 //     ordered by the dispatch order of their heads. A flow's position changes
 //     only when its head changes, its key's V_k or MinSeats status changes, or
@@ -76,12 +86,14 @@
 //     ordered by the promotion instant. Dispatch first re-ranks the flows whose
 //     instant has passed, so effective priority is exact at every dispatch
 //     without a timer per job or a periodic pass.
-//   - Blocked work waits where its blocker is. A job whose resource is held is
-//     parked on that resource (resource.waiters, one heap per flow) and holds
-//     no seat; when the resource is released, each waiting flow's oldest job
-//     returns to its flow. A key at MaxInFlight takes all its flows out of the
-//     type heaps until one of its jobs finishes. A type at MaxConcurrency and
-//     a tier at its cap are skipped whole, in O(1).
+//   - Blocked work waits where its blocker is. A job whose resource does not
+//     admit it is parked on that resource (resource.waiters, one heap per
+//     flow) and holds no seat; when the resource opens to it, each waiting
+//     flow's best job returns to its flow (and when a shared job starts, the
+//     next of its flow returns, since the resource stays open to readers). A
+//     key at MaxInFlight, or paused, takes all its flows out of the type
+//     heaps until that changes. A type at MaxConcurrency or paused, and a
+//     tier at its cap, are skipped whole, in O(1).
 //   - Every ordering above is a keyedHeap: 4-ary, each element's sort key
 //     kept in the heap array beside it, so a sift compares contiguous memory
 //     and touches only the elements it moves (with 100,000 queued jobs, cache
@@ -129,6 +141,46 @@
 // it is admitted at the next dispatch, at the latest when the next seat
 // opens: the scheduler keeps no timer to notice the instant itself.)
 //
+// # Pausing
+//
+// [Scheduler.Pause] and [Scheduler.PauseKey] hold a job type or a fairness
+// key, until Resume or a deadline. Its queued work keeps its place, and its
+// clocks stand still: each job records when it froze, and when it thaws its
+// aging start (and its TTL deadline) moves later by the time it was frozen,
+// so time paused counts neither towards aging nor against a TTL; the heaps
+// that order by those clocks are rebuilt for the jobs that moved. One
+// mechanism serves type pauses, key pauses and their overlap. The seats go
+// to other work meanwhile. A key whose pause lifts is brought up to V_sys,
+// like a key returning from idleness: it gets its share back, not a burst to
+// catch up. Pausing costs O(queued jobs), once per operator action. Close
+// does not lift pauses: paused background work is dropped (and reported) at
+// Close.
+//
+// # Runtime control
+//
+// SetCapacity, SetTypeLimit, SetWeight, ResetWeights and SetKeyPolicy change
+// limits and weights of a running scheduler and dispatch at once; lowering a
+// limit never pre-empts running work. SetDryRun (or Config.DryRun) computes
+// and counts every decision but admits everything at once.
+//
+// # Background jobs
+//
+// [Scheduler.SubmitWith] queues background work with options: a TTL (the
+// type's MaxWait by default; time paused does not count), a base priority
+// within the type's tier, a fairness key. A type's DuplicatePolicy lets a
+// queued job absorb (Coalesce) or be replaced by (Supersede) a new
+// submission of the same job ID, and its RetryPolicy queues a job whose
+// error is marked [Retryable] again after an exponential backoff, its aging
+// clock continuing from the first submission.
+//
+// Smith's rule: for an Order ShortestFirst type, a key's queued jobs of the
+// type go in the order of the highest 1/r + a·wait (r the learned cost in
+// seconds). Since wait = now - start for all of them, that is the order of
+// a·start - 1/r, which never changes with time: the flow heap keeps it as a
+// static key. A costly job is overtaken by a cheap one only if the cheap one
+// arrived less than (1/r_cheap - 1/r_costly)/a seconds after it, which bounds
+// its wait. The order between keys and types is unchanged.
+//
 // # Queue limits, timeouts, cancellation
 //
 // Config.MaxQueue bounds all queued jobs and KeyPolicy.MaxQueued each key's.
@@ -136,6 +188,13 @@
 // than the longest key pushes out that key's newest queued job (which fails
 // with [ErrQueueFull]); otherwise the arrival fails with ErrQueueFull. A
 // flooding client can never lock a light client out of the queue.
+//
+// With Config.DeadlineAware, a request that has to wait and whose context
+// deadline ends before the earliest time it could start fails at once with
+// [ErrDeadlineTooSoon] and a retry hint. The earliest start is a lower bound
+// (the first running job's expected end, plus the work certainly ahead of it
+// spread over all seats), so no request that could have made it is turned
+// away.
 //
 // JobTypeConfig.MaxWait bounds the time in the queue ([ErrWaitTimeout]), and a
 // caller's context always applies. A waiter whose context ends leaves the queue
@@ -163,7 +222,10 @@
 //
 // # Concurrency and time
 //
-// The scheduler starts no goroutine except one per running background job.
+// The scheduler starts no goroutine except one per running background job
+// (timers it arms — pause deadlines, background TTLs and retry backoffs, the
+// pressure gate's re-check — run their function in a goroutine when they
+// fire, and Close stops them).
 // Waiters park on their own channel, never on a mutex held across a wait.
 // Decision functions take the current time as an argument and public methods
 // read the clock once, so tests run under testing/synctest with fake time.

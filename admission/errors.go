@@ -24,6 +24,10 @@ var (
 	// ErrJobPanicked: a background job panicked; the panic value is in the
 	// wrapping error.
 	ErrJobPanicked = errors.New("admission: job panicked")
+	// ErrDeadlineTooSoon: the caller's deadline ends before the request
+	// could start (Config.DeadlineAware), so it was turned away at once
+	// instead of timing out in the queue.
+	ErrDeadlineTooSoon = errors.New("admission: deadline ends before the request could start")
 )
 
 // RejectedError is the error of a request the scheduler turned away or gave
@@ -31,7 +35,7 @@ var (
 // created by the scheduler and not modified afterwards; its zero value is
 // meaningless.
 type RejectedError struct {
-	Reason error // ErrQueueFull, ErrWaitTimeout or ErrClosed
+	Reason error // ErrQueueFull, ErrWaitTimeout, ErrClosed or ErrDeadlineTooSoon
 	// PerKey is true when the caller's own share caused the rejection (its
 	// MaxQueued, or it was the longest queue when the queue was full), false
 	// when the whole server is overloaded or shutting down. Transports map it

@@ -55,7 +55,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			if j.typ.cfg.Access == Exclusive {
 				resExcl[rk]++
 			}
-			if resExcl[rk] > 0 && resRun[rk] > 1 {
+			if resExcl[rk] > 0 && resRun[rk] > 1 && !s.overSeated {
 				return fmt.Errorf("an exclusive job runs with another on %v", rk)
 			}
 		}
@@ -109,7 +109,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			return fmt.Errorf("tier %d: running %d, counted %d", tr.prio, tr.running, tierRun[tr])
 		}
 		// Only urgent jobs may exceed the tier cap, and only by themselves.
-		if tr.running-tierUrgent[tr] > tr.cap {
+		if tr.running-tierUrgent[tr] > tr.cap && !s.overSeated {
 			return fmt.Errorf("tier %d: %d running (%d urgent) above cap %d", tr.prio, tr.running, tierUrgent[tr], tr.cap)
 		}
 	}
@@ -127,7 +127,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if keyRun[k] != k.running {
 			return fmt.Errorf("key %q: running %d, counted %d", name, k.running, keyRun[k])
 		}
-		if m := k.policy.MaxInFlight; m > 0 && k.running > m {
+		if m := k.policy.MaxInFlight; m > 0 && k.running > m && !s.overSeated {
 			return fmt.Errorf("key %q: %d running above MaxInFlight %d", name, k.running, m)
 		}
 		if want := k.policy.MaxInFlight > 0 && k.running >= k.policy.MaxInFlight; k.capped != want {
@@ -196,7 +196,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	}
 	idle := 0
 	for rk, r := range s.resources {
-		if r.holders != resRun[rk] || r.excl != (resExcl[rk] > 0) || r.xwait != resXwait[rk] {
+		if r.holders != resRun[rk] || r.excl != resExcl[rk] || r.xwait != resXwait[rk] {
 			return fmt.Errorf("resource %v: holders %d (counted %d), excl %v, xwait %d (counted %d), waiting %d",
 				rk, r.holders, resRun[rk], r.excl, r.xwait, resXwait[rk], r.nwait)
 		}

@@ -21,7 +21,7 @@ func (r *resource) open(a Access) bool {
 	if a == Exclusive {
 		return r.holders == 0
 	}
-	return !r.excl && r.xwait == 0
+	return r.excl == 0 && r.xwait == 0
 }
 
 // idle reports whether nobody holds, waits on or wants r.
@@ -61,8 +61,10 @@ func (s *Scheduler) releaseResourceLocked(j *job, now time.Time) {
 	r := j.res
 	j.res = nil
 	r.holders--
+	if j.typ.cfg.Access == Exclusive {
+		r.excl--
+	}
 	if r.holders == 0 {
-		r.excl = false
 		s.unparkLocked(r, now)
 	}
 	s.maybeFreeResourceLocked(r)
@@ -77,7 +79,7 @@ func (s *Scheduler) stopWaitingLocked(j *job, r *resource, now time.Time) bool {
 	}
 	j.xwaiting = false
 	r.xwait--
-	if r.xwait == 0 && !r.excl {
+	if r.xwait == 0 && r.excl == 0 {
 		s.unparkLocked(r, now)
 	}
 	return true

@@ -73,6 +73,9 @@ type Scheduler struct {
 	// below the jobs running under it (never pre-empted); the test-only
 	// invariant checks then allow the excess.
 	overSeated bool
+	dryRun     bool          // Config.DryRun, or SetDryRun
+	pressure   *pressureGate // nil = no gate
+	stopped    bool          // Close is done: no timer is armed again
 
 	counters Counters
 }
@@ -109,6 +112,10 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 	}
 	if s.costs, err = simplelru.NewLRU[costKey, *costEntry](c.MaxCostEntries, nil); err != nil {
 		return nil, fmt.Errorf("%w: MaxCostEntries: %v", ErrInvalidConfig, err)
+	}
+	s.dryRun = c.DryRun
+	if c.Pressure != nil {
+		s.pressure = &pressureGate{cfg: c.Pressure}
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.epoch = time.Now()

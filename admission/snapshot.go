@@ -10,7 +10,8 @@ import (
 // Counters are cumulative totals since New, copied into a Snapshot (a plain
 // value; the zero value is a fresh scheduler's). Every request or job ends in
 // exactly one of Completed, RejectedQueueFull, RejectedWaitTimeout,
-// RejectedClosed, Cancelled, Dropped, Coalesced or Superseded (or is still
+// RejectedClosed, RejectedDeadline, Cancelled, Dropped, Coalesced or
+// Superseded (or is still
 // queued or running). A retried background job counts each attempt.
 type Counters struct {
 	Submitted           uint64 // requests and jobs that arrived, accepted or not
@@ -30,6 +31,8 @@ type Counters struct {
 	Coalesced           uint64 // background submissions absorbed by a queued duplicate (never queued)
 	Superseded          uint64 // queued background jobs replaced by a newer submission
 	Retried             uint64 // failed background attempts queued again (each attempt is also Submitted)
+	DryRunWaits         uint64 // dry-run: admitted at once although they would have waited
+	RejectedDeadline    uint64 // turned away because their deadline ended before they could start
 }
 
 // Snapshot is a point-in-time copy of the scheduler's state, for debugging
@@ -38,6 +41,7 @@ type Counters struct {
 type Snapshot struct {
 	Time          time.Time
 	Capacity      int
+	DryRun        bool
 	InUse         int
 	Queued        int
 	SystemVirtual float64          // V_sys, seconds
@@ -101,7 +105,8 @@ type QueuedSnapshot struct {
 	Urgent            bool
 	Wait              time.Duration
 	// BlockedBy says why the job cannot start now even if it were first:
-	// "conflict" (its resource is held), "key cap", "type cap", "tier cap",
+	// "conflict" (its resource is held), "paused", "key cap", "type cap",
+	// "tier cap", "pressure" (the pressure gate),
 	// or "" when nothing but its place in the order holds it back.
 	BlockedBy string
 }
@@ -116,6 +121,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 	snap := Snapshot{
 		Time:          now,
 		Capacity:      s.cfg.Capacity,
+		DryRun:        s.dryRun,
 		InUse:         s.inUse,
 		Queued:        s.queued,
 		SystemVirtual: s.vsys,
@@ -252,6 +258,8 @@ func (s *Scheduler) blockedByLocked(j *job, r rank) string {
 		return "type cap"
 	case !r.urgent && j.typ.tier.running >= j.typ.tier.cap:
 		return "tier cap"
+	case s.pressureHolds(r.eff):
+		return "pressure"
 	}
 	return ""
 }

@@ -321,8 +321,9 @@ type resKey struct {
 
 // resource is a conflict-table entry.
 //
-// Invariants: holders is the number of running jobs on it, excl whether
-// they are one exclusive job; waiters maps each flow with parked jobs on it
+// Invariants: holders is the number of running jobs on it, excl how many
+// of them are exclusive (so excl > 0 means holders == 1, except in dry-run);
+// waiters maps each flow with parked jobs on it
 // to a non-empty heap of them, nwait their total; xwait counts the queued or
 // parked exclusive jobs with xwaiting set. An idle entry (nothing held,
 // parked or wanted) is kept for reuse, counted in Scheduler.idleRes, swept
@@ -331,7 +332,7 @@ type resKey struct {
 // will take the resource or hand the turn on.
 type resource struct {
 	holders int
-	excl    bool
+	excl    int
 	waiters map[*flow]*jobHeap
 	nwait   int
 	xwait   int
