@@ -37,7 +37,7 @@ func (r *result) end() time.Time { return r.start.Add(r.duration) }
 // waitOf is how long rec waited for a seat, counting up to the end of the
 // run if it never got one.
 func (r *result) waitOf(rec record) wait {
-	if !rec.started.IsZero() && !rec.started.After(r.end()) {
+	if !rec.started.IsZero() && rec.started.Before(r.end()) {
 		return wait{d: rec.started.Sub(rec.arrived)}
 	}
 	until := r.end()
@@ -91,6 +91,16 @@ func (r *result) summarize(client string) summary {
 	}
 	s.seatShare = held.Seconds() / (float64(r.capacity) * r.duration.Seconds())
 	return s
+}
+
+// idleShare is the part of all seat time no client used, given every
+// client's summary.
+func (r *result) idleShare(sums map[string]summary) float64 {
+	used := 0.0
+	for _, c := range clients {
+		used += sums[c].seatShare
+	}
+	return max(0, 1-used)
 }
 
 // percentile returns the nearest-rank p-th percentile of sorted waits.
@@ -158,12 +168,8 @@ func writeTable(w io.Writer, cfg config, results []*result) error {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "%-*s", nameWidth, "(idle seats)")
-	for i := range results {
-		used := 0.0
-		for _, c := range clients {
-			used += sums[i][c].seatShare
-		}
-		fmt.Fprintf(&b, "%-31s%-15s", "", percent(max(0, 1-used)))
+	for i, r := range results {
+		fmt.Fprintf(&b, "%-31s%-15s", "", percent(r.idleShare(sums[i])))
 	}
 	b.WriteString("\n\n")
 	row := func(label string, cell func(i int) string) {
@@ -242,7 +248,7 @@ func verdict(results []*result, sem, fair map[string]summary) []string {
 		"The heavy client still had %s of the seats with fairseat (%s with the semaphore): "+
 			"fairness holds a greedy caller back only while others are waiting.",
 		percent(fair[clientHeavy].seatShare), percent(sem[clientHeavy].seatShare)))
-	if repo, n := results[1].mostWaitedRepo(clientHeavy); n > 1 {
+	if repo, n := results[1].mostWaitedRepo(clientHeavy); n > 1 && results[1].idleShare(fair) >= 0.05 {
 		lines = append(lines, fmt.Sprintf(
 			"Seats stood idle in the fairseat run while the heavy client still waited: %d of its waiting clones were of %s, "+
 				"and clones of one repository run one at a time. The semaphore kept those seats busy by running them together.",
