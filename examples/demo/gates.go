@@ -118,7 +118,7 @@ func newFairseatGate(capacity int) (*fairseatGate, error) {
 			ConflictGroup: "git",                  // one writer per repository at a time
 			Priority:      admission.PriorityForeground,
 		}},
-		// TODO(issue 6): Access: admission.Shared in the "git" group, so fetches exclude writers but not each other.
+		// Fetch only reads: once issue 6 lands it becomes Access: admission.Shared in the "git" group.
 		{jobFetch, admission.JobTypeConfig{
 			DefaultCost: 100 * time.Millisecond,
 			Priority:    admission.PriorityForeground,

@@ -123,9 +123,9 @@ type loadClients struct {
 func play(ctx context.Context, p plan, cc loadClients, srv *gitServer) []error {
 	start := time.Now()
 	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		errors []error
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		failures []error
 	)
 	call := func(conn *grpc.ClientConn, client, method, repo string) {
 		ctx := metadata.AppendToOutgoingContext(ctx, clientMetadata, client)
@@ -134,7 +134,7 @@ func play(ctx context.Context, p plan, cc loadClients, srv *gitServer) []error {
 		case codes.OK, codes.Canceled, codes.DeadlineExceeded:
 		default:
 			mu.Lock()
-			errors = append(errors, err)
+			failures = append(failures, err)
 			mu.Unlock()
 		}
 	}
@@ -196,5 +196,5 @@ func play(ctx context.Context, p plan, cc loadClients, srv *gitServer) []error {
 		}
 	})
 	wg.Wait()
-	return errors
+	return failures
 }

@@ -205,7 +205,12 @@ conflict violations
 			b.WriteString(wrap(line, 78, "  - ", "    ") + "\n")
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	// Drop the padding after the last column.
+	lines := strings.Split(b.String(), "\n")
+	for i, line := range lines {
+		lines[i] = strings.TrimRight(line, " ")
+	}
+	_, err := io.WriteString(w, strings.Join(lines, "\n"))
 	return err
 }
 

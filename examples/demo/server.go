@@ -69,9 +69,10 @@ func (s *gitServer) clone(ctx context.Context, repo string) error {
 	return work(ctx, cloneTime(repo))
 }
 
-// fetch only reads the repository, so any number may run beside each other
-// and beside one writer... once fairseat can express that (see the Fetch
-// route in gates.go).
+// fetch only reads the repository: fetches may run beside each other, but
+// should not run beside a writer. fairseat cannot say "shared" yet (see the
+// fetch job type in gates.go), so for now a fetch conflicts with nothing and
+// is not counted by writerCheck.
 func (s *gitServer) fetch(ctx context.Context, repo string) error {
 	markStarted(ctx)
 	return work(ctx, cloneTime(repo)/4)
