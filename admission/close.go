@@ -94,7 +94,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 	s.wg.Wait()
 	s.mu.Lock()
 	s.stopped = true
-	if g := s.pressure; g != nil && g.timer != nil {
+	if g := s.pressure; g != nil {
 		g.timer.Stop()
 	}
 	s.mu.Unlock()

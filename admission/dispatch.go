@@ -21,7 +21,7 @@ func (s *Scheduler) dispatchLocked(now time.Time, wake []*job) []*job {
 		}
 		j := f.jobs.Top()
 		r := s.resourceLocked(j)
-		if r != nil && !r.admits(j) {
+		if r != nil && !s.admitsLocked(r, j, now) {
 			// Conflict: the job waits on the resource, holding no seat, and
 			// the next best job is considered (no head-of-line blocking).
 			s.parkLocked(j, r, now)
@@ -231,7 +231,7 @@ func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 func (s *Scheduler) mayStartLocked(j *job, r *resource) bool {
 	t, k := j.typ, j.key
 	return s.inUse < s.cfg.Capacity && !t.blocked() && t.tier.running < t.tier.cap &&
-		!k.held() && (r == nil || r.admits(j)) && !s.pressureHolds(j.prio)
+		!k.held() && (r == nil || r.open(j.typ.cfg.Access)) && !s.pressureHolds(j.prio)
 }
 
 // seatLocked gives j, which is in no queue structure, a seat: it charges its

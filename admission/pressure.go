@@ -58,6 +58,10 @@ type pressureGate struct {
 	cfg   *PressureConfig
 	high  bool
 	at    time.Time // last reading; zero = never read
+	// timer runs redispatch. It is made (stopped) in New: creating it here,
+	// in dispatch's call graph, would make dispatch and redispatch one
+	// recursive component, and escape analysis would then move every
+	// caller's wake buffer to the heap.
 	timer *time.Timer
 }
 
@@ -86,11 +90,7 @@ func (s *Scheduler) armPressureLocked() {
 	if g == nil || !g.high || s.queued == 0 || s.stopped {
 		return
 	}
-	if g.timer == nil {
-		g.timer = time.AfterFunc(g.cfg.Interval, s.redispatch)
-	} else {
-		g.timer.Reset(g.cfg.Interval)
-	}
+	g.timer.Reset(g.cfg.Interval)
 }
 
 // redispatch runs a dispatch on its own (the pressure gate's timer).

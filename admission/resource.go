@@ -7,14 +7,41 @@ import "time"
 // A job with a conflict group uses the resource (group, job ID). Exclusive
 // jobs run alone on it; Shared jobs run together, never with an exclusive
 // one. A job the resource does not admit is parked on it, holding no seat.
-// Writer preference: an exclusive job that was parked (it found shared or
-// exclusive holders) is counted in xwait until it starts or leaves, and while
-// xwait > 0 no new shared job starts on the resource, so a stream of
-// overlapping readers cannot starve it. A paused exclusive job does not count:
-// pausing repacks must not stop fetches.
+// No overtaking: an exclusive job that was parked (it found shared or
+// exclusive holders) is counted in xwait until it starts or leaves, and
+// while it waits no shared job that it precedes in the dispatch order starts
+// on the resource, so a stream of overlapping readers cannot starve it; the
+// readers drain and it runs. Shared jobs ahead of it in the order (a light
+// caller's fetch ahead of a heavy caller's clone backlog) still go: the
+// exclusive job waits its turn, but nobody behind it goes first. A paused
+// exclusive job does not count: pausing repacks must not stop fetches.
 
-// admits reports whether j may start on r now.
-func (r *resource) admits(j *job) bool { return r.open(j.typ.cfg.Access) }
+// admitsLocked reports whether j, the head of its flow, may start on r now.
+func (s *Scheduler) admitsLocked(r *resource, j *job, now time.Time) bool {
+	switch {
+	case j.typ.cfg.Access == Exclusive:
+		return r.holders == 0
+	case r.excl > 0:
+		return false
+	case r.xwait == 0:
+		return true
+	}
+	// Shared j while exclusive jobs wait: it may go unless one of them, as
+	// the best parked job of its flow, comes before j in the dispatch order.
+	jk := flowSortKey(j.flow)
+	for f, h := range r.waiters {
+		e := h.Top()
+		if f.typ.cfg.Access != Exclusive || !e.xwaiting {
+			continue
+		}
+		rk := s.rankLocked(e, now)
+		ek := sortKey{v: f.key.v, headAt: e.agingAt, headSeq: e.seq, eff: rk.eff, urgent: rk.urgent, belowMin: f.key.belowMin()}
+		if lessKey(&ek, &jk) {
+			return false
+		}
+	}
+	return true
+}
 
 // open reports whether r admits a job of access a now.
 func (r *resource) open(a Access) bool {

@@ -115,7 +115,8 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 	}
 	s.dryRun = c.DryRun
 	if c.Pressure != nil {
-		s.pressure = &pressureGate{cfg: c.Pressure}
+		s.pressure = &pressureGate{cfg: c.Pressure, timer: time.AfterFunc(time.Hour, s.redispatch)}
+		s.pressure.timer.Stop()
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.epoch = time.Now()

@@ -238,17 +238,31 @@ func (s *Scheduler) queueOrderLocked(keys []*keyState, now time.Time) []QueuedSn
 		out[i] = QueuedSnapshot{
 			Type: j.typ.name, JobID: j.jobID, Key: j.key.name,
 			BasePriority: j.prio, EffectivePriority: r.eff, Urgent: r.urgent,
-			Wait: now.Sub(j.enqueued), BlockedBy: s.blockedByLocked(j, r),
+			Wait: now.Sub(j.enqueued), BlockedBy: s.blockedByLocked(j, r, now),
 		}
 	}
 	return out
 }
 
-func (s *Scheduler) blockedByLocked(j *job, r rank) string {
+// conflictHoldsLocked reports whether j's resource would not admit it now.
+func (s *Scheduler) conflictHoldsLocked(j *job, now time.Time) bool {
+	r := s.resourceLocked(j)
+	switch {
+	case r == nil:
+		return false
+	case j.typ.cfg.Access == Exclusive || r.excl > 0 || r.xwait == 0:
+		return !r.open(j.typ.cfg.Access)
+	case j.flow.jobs.Len() > 0 && j.flow.jobs.Top() == j:
+		return !s.admitsLocked(r, j, now)
+	}
+	return false // a shared job behind its flow's head: its head is what waits
+}
+
+func (s *Scheduler) blockedByLocked(j *job, r rank, now time.Time) string {
 	switch {
 	case j.state == jobParked:
 		return "conflict"
-	case s.resourceLocked(j) != nil && s.resourceLocked(j).holders > 0:
+	case s.conflictHoldsLocked(j, now):
 		return "conflict"
 	case j.typ.paused || j.key.paused:
 		return "paused"

@@ -173,15 +173,20 @@ func checkSVG(t *testing.T, path string) {
 
 func TestWriterCheck(t *testing.T) {
 	w := newWriterCheck()
-	leaveA := w.enter("a")
-	leaveB := w.enter("b") // another repository: fine
-	leaveA2 := w.enter("a")
+	leaveA := w.enter("a", true)
+	leaveB := w.enter("b", true)  // another repository: fine
+	leaveA2 := w.enter("a", true) // writer beside writer: 1
+	leaveR := w.enter("a", false) // reader beside writers: 2
 	leaveA2()
 	leaveA()
-	w.enter("a")() // after both left: fine
+	leaveR2 := w.enter("a", false) // reader beside reader: fine
+	w.enter("a", true)()           // writer beside readers: 3
+	leaveR()
+	leaveR2()
+	w.enter("a", true)() // after everyone left: fine
 	leaveB()
-	if got := w.count(); got != 1 {
-		t.Errorf("violations = %d, want 1", got)
+	if got := w.count(); got != 3 {
+		t.Errorf("violations = %d, want 3", got)
 	}
 }
 

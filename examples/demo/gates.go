@@ -118,10 +118,13 @@ func newFairseatGate(capacity int) (*fairseatGate, error) {
 			ConflictGroup: "git",                  // one writer per repository at a time
 			Priority:      admission.PriorityForeground,
 		}},
-		// Fetch only reads: once issue 6 lands it becomes Access: admission.Shared in the "git" group.
+		// Fetch only reads: fetches of one repository run together, never
+		// beside a clone, repack or pull of it.
 		{jobFetch, admission.JobTypeConfig{
-			DefaultCost: 100 * time.Millisecond,
-			Priority:    admission.PriorityForeground,
+			DefaultCost:   100 * time.Millisecond,
+			ConflictGroup: "git",
+			Access:        admission.Shared,
+			Priority:      admission.PriorityForeground,
 		}},
 		{jobRepack, admission.JobTypeConfig{
 			DefaultCost:    time.Second,

@@ -65,16 +65,15 @@ type gitServer struct {
 
 func (s *gitServer) clone(ctx context.Context, repo string) error {
 	markStarted(ctx)
-	defer s.writers.enter(repo)()
+	defer s.writers.enter(repo, true)()
 	return work(ctx, cloneTime(repo))
 }
 
 // fetch only reads the repository: fetches may run beside each other, but
-// should not run beside a writer. fairseat cannot say "shared" yet (see the
-// fetch job type in gates.go), so for now a fetch conflicts with nothing and
-// is not counted by writerCheck.
+// not beside a writer (fairseat: Access Shared in the "git" group).
 func (s *gitServer) fetch(ctx context.Context, repo string) error {
 	markStarted(ctx)
+	defer s.writers.enter(repo, false)()
 	return work(ctx, cloneTime(repo)/4)
 }
 
@@ -93,7 +92,7 @@ func (s *gitServer) background(op, repo string, d time.Duration) {
 	r := s.rec.arrive(clientBackground, op, repo)
 	err := s.gate.submit(op, repo, func(ctx context.Context) error {
 		s.rec.start(r)
-		leave := s.writers.enter(repo)
+		leave := s.writers.enter(repo, true)
 		err := work(ctx, d)
 		leave()
 		s.rec.finish(r, err == nil)
@@ -116,31 +115,37 @@ func work(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// writerCheck counts conflict violations: the times a writer (Clone, Repack,
-// Pull) started on a repository while another writer was running on it.
-// It is safe for concurrent use.
+// writerCheck counts conflict violations: the times a writer (Clone,
+// Repack, Pull) started on a repository while anything else ran on it, or a
+// reader (Fetch) started while a writer ran on it. Readers beside readers
+// are fine. It is safe for concurrent use.
 type writerCheck struct {
 	mu         sync.Mutex
-	running    map[string]int // writers running per repository
+	writers    map[string]int // writers running per repository
+	readers    map[string]int // readers running per repository
 	violations int
 }
 
 func newWriterCheck() *writerCheck {
-	return &writerCheck{running: make(map[string]int)}
+	return &writerCheck{writers: make(map[string]int), readers: make(map[string]int)}
 }
 
-// enter records that a writer started on repo and returns the function that
-// records that it stopped.
-func (w *writerCheck) enter(repo string) (leave func()) {
+// enter records that a writer (write) or a reader started on repo and
+// returns the function that records that it stopped.
+func (w *writerCheck) enter(repo string, write bool) (leave func()) {
+	count := w.readers
+	if write {
+		count = w.writers
+	}
 	w.mu.Lock()
-	if w.running[repo] > 0 {
+	if w.writers[repo] > 0 || (write && w.readers[repo] > 0) {
 		w.violations++
 	}
-	w.running[repo]++
+	count[repo]++
 	w.mu.Unlock()
 	return func() {
 		w.mu.Lock()
-		w.running[repo]--
+		count[repo]--
 		w.mu.Unlock()
 	}
 }
