@@ -55,9 +55,9 @@ func (p *PressureConfig) validate() (*PressureConfig, error) {
 
 // pressureGate is the scheduler's state of the gate.
 type pressureGate struct {
-	cfg   *PressureConfig
-	high  bool
-	at    time.Time // last reading; zero = never read
+	cfg  *PressureConfig
+	high bool
+	at   time.Time // last reading; zero = never read
 	// timer runs redispatch. It is made (stopped) in New: creating it here,
 	// in dispatch's call graph, would make dispatch and redispatch one
 	// recursive component, and escape analysis would then move every
