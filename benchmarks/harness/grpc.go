@@ -11,8 +11,8 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/fairseat/fairseat/admission"
-	"github.com/fairseat/fairseat/interceptors"
 	bpeer "github.com/fairseat/fairseat/benchmarks/peer"
+	"github.com/fairseat/fairseat/interceptors"
 )
 
 // CallMethod is the full name of the benchmark's one RPC, a no-op unary
