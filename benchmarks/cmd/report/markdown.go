@@ -58,8 +58,8 @@ func (r *report) markdown(table, benchstat string) string {
 	}
 
 	b.WriteString(notes)
-	w("\n## benchstat\n\nThe same micro-benchmarks as Go benchmarks, run separately:\n\n")
-	w("```\ncd benchmarks\ngo test -run='^$' -bench=. -benchtime=300ms -count=10 ./harness > new.txt\nbenchstat new.txt > benchstat.txt      # then go run ./cmd/report includes it here\nbenchstat -col /peer new.txt            # not used: peers are sub-benchmark names, see below\n```\n\n")
+	w("\n## benchstat\n\nThe same micro-benchmarks (and the gRPC calls) as Go benchmarks, run separately, one peer after another (`-count=10` runs each case ten times in a row, so drift between cases is not removed here — the table above interleaves them). A ± in the thousands of percent (gcl-fixed, saturated) means some runs contained a stall of about one second: go-concurrency-limits' backlog timeout, see Peers.\n\n")
+	w("```\ncd benchmarks\ngo test -run='^$' -bench=. -benchtime=300ms -count=10 ./harness > new.txt\nbenchstat new.txt > benchstat.txt   # go run ./cmd/report includes this file here\n```\n\n")
 	if strings.TrimSpace(benchstat) == "" {
 		w("(No benchstat.txt was present when this file was generated.)\n")
 	} else {
