@@ -115,11 +115,12 @@ func newFairseatGate(capacity int) (*fairseatGate, error) {
 	}{
 		{jobClone, admission.JobTypeConfig{
 			DefaultCost:   300 * time.Millisecond, // until the scheduler has seen the repository
-			ConflictGroup: "git",                  // one writer per repository at a time
+			ConflictGroup: "git",                  // never beside a repack or pull of the repository
+			Access:        admission.Shared,       // clones of one repository run together
 			Priority:      admission.PriorityForeground,
 		}},
-		// Fetch only reads: fetches of one repository run together, never
-		// beside a clone, repack or pull of it.
+		// Fetch reads too: fetches and clones of one repository run
+		// together, never beside a repack or pull of it.
 		{jobFetch, admission.JobTypeConfig{
 			DefaultCost:   100 * time.Millisecond,
 			ConflictGroup: "git",

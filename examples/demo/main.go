@@ -15,7 +15,7 @@
 //
 // The same load runs twice, first behind a plain semaphore with as many
 // seats (a gRPC interceptor around golang.org/x/sync/semaphore: first come,
-// first served, and nothing keeps two writers out of one repository), then
+// first served, and nothing keeps a repack out of a repository in use), then
 // behind fairseat (admission.Scheduler and the interceptors package), and
 // the demo prints the two side by side.
 //
@@ -31,18 +31,20 @@
 //     waiting when the run ended: the real wait is longer.
 //   - seat share: the part of all seat time (seats x run time) the caller
 //     used. Idle seats are listed too: a seat stays idle when nothing
-//     waits, or (with fairseat) when all that waits is a write to a
-//     repository another writer holds.
-//   - conflict violations: how often a clone, repack or pull started on a
-//     repository while another was writing it. The handlers count this
-//     themselves; fairseat's conflict groups must keep it at 0.
+//     waits, or (with fairseat) when all that waits needs a repository a
+//     repack or pull holds.
+//   - conflict violations: how often a writer (repack, pull) started on a
+//     repository in use, or a reader (clone, fetch) started on one a writer
+//     held. The handlers count this themselves; fairseat's conflict group
+//     and shared access must keep it at 0.
 //   - background: the longest wait of a maintenance job, and how many ran.
 //
 // Under a first-come-first-served semaphore the light client, the user and
 // the maintenance jobs queue behind the heavy client's 1000 clones. Under
 // fairseat each caller's share is weighed by the seat time it has already
-// used (virtual time), so a caller that has used little goes first; writers
-// of one repository wait for each other without holding a seat; and
+// used (virtual time), so a caller that has used little goes first; clones
+// and fetches of one repository run together, and a repack or pull of it
+// waits for them, holding no seat, and then runs alone; and
 // background jobs age up to the requests' priority, so they are never
 // starved.
 //

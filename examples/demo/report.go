@@ -191,8 +191,9 @@ wait        from reaching the server to getting a seat; "+" means it was still
             waiting when the run ended, so the real wait is longer.
 seat share  part of all seat time (seats x run time) the client used.
 conflict violations
-            times a clone, repack or pull started on a repository while
-            another one was writing it (counted in the handlers).
+            times a repack or pull started on a repository in use, or a
+            clone or fetch on one a repack or pull held (counted in the
+            handlers).
 `)
 	for _, r := range results {
 		for _, err := range r.errors {
@@ -237,12 +238,13 @@ func verdict(results []*result, sem, fair map[string]summary) []string {
 	switch {
 	case fv == 0 && sv > 0:
 		lines = append(lines, fmt.Sprintf(
-			"The semaphore let a second writer into a busy repository %d times (in a real cache, a corrupt repository). "+
-				"fairseat never did: a clone, repack or pull waits, holding no seat, while another writes the same repository.", sv))
+			"The semaphore let a repack or pull run beside other work on its repository %d times (in a real cache, a corrupt "+
+				"clone or repository). fairseat never did: clones and fetches of a repository share it, and a repack or pull "+
+				"waits for them, holding no seat, then runs alone.", sv))
 	case fv == 0:
-		lines = append(lines, "Neither run let two writers into one repository at once.")
+		lines = append(lines, "Neither run let a writer run beside other work on its repository.")
 	default:
-		lines = append(lines, fmt.Sprintf("fairseat let two writers into one repository %d times: that is a bug.", fv))
+		lines = append(lines, fmt.Sprintf("fairseat let a writer run beside other work on its repository %d times: that is a bug.", fv))
 	}
 	sb, fb := sem[clientBackground], fair[clientBackground]
 	lines = append(lines, fmt.Sprintf(
@@ -256,7 +258,7 @@ func verdict(results []*result, sem, fair map[string]summary) []string {
 	if repo, n := results[1].mostWaitedRepo(clientHeavy); n > 1 && results[1].idleShare(fair) >= 0.05 {
 		lines = append(lines, fmt.Sprintf(
 			"Seats stood idle in the fairseat run while the heavy client still waited: %d of its waiting clones were of %s, "+
-				"and clones of one repository run one at a time. The semaphore kept those seats busy by running them together.",
+				"held back while a repack or pull of it ran or waited its turn.",
 			n, repo))
 	}
 	return lines
