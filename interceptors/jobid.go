@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -45,39 +46,71 @@ func Field(path string) JobIDFunc {
 			panic(fmt.Sprintf("interceptors: Field(%q): %q is not a valid proto field name", path, n))
 		}
 	}
+	// A route sees one request type: the fields resolved for the last
+	// message descriptor are kept, so a call costs no name lookups.
+	var last atomic.Pointer[resolvedPath]
 	return func(_ context.Context, req any) (string, error) {
 		m, ok := req.(proto.Message)
 		if !ok || m == nil {
 			return "", status.Errorf(codes.Internal,
 				"interceptors: job ID field %q: the request is %T, not a proto message (a stream admitted before its first message needs FirstMessage)", path, req)
 		}
-		return fieldValue(m.ProtoReflect(), names, path)
+		msg := m.ProtoReflect()
+		md := msg.Descriptor()
+		r := last.Load()
+		if r == nil || r.md != md {
+			fds, err := resolveFields(md, names, path)
+			if err != nil {
+				return "", err
+			}
+			r = &resolvedPath{md, fds}
+			last.Store(r)
+		}
+		return readField(msg, r.fds, path)
 	}
 }
 
+// resolvedPath is a field path resolved against one message descriptor.
+type resolvedPath struct {
+	md  protoreflect.MessageDescriptor
+	fds []protoreflect.FieldDescriptor
+}
+
 // fieldValue resolves names against msg's descriptor, then reads the
-// value. Resolving first makes a path the message type cannot have an
-// Internal error whatever the message holds, so a configuration error never
-// passes for the client's.
+// value.
 func fieldValue(msg protoreflect.Message, names []string, path string) (string, error) {
-	var buf [4]protoreflect.FieldDescriptor
-	fds := buf[:0] // no allocation for paths of up to four fields
-	md := msg.Descriptor()
+	fds, err := resolveFields(msg.Descriptor(), names, path)
+	if err != nil {
+		return "", err
+	}
+	return readField(msg, fds, path)
+}
+
+// resolveFields resolves names against md. Resolving before reading makes
+// a path the message type cannot have an Internal error whatever the
+// message holds, so a configuration error never passes for the client's.
+func resolveFields(md protoreflect.MessageDescriptor, names []string, path string) ([]protoreflect.FieldDescriptor, error) {
+	fds := make([]protoreflect.FieldDescriptor, 0, len(names))
 	for i, n := range names {
 		fd := lookupField(md, n)
 		switch {
 		case fd == nil:
-			return "", status.Errorf(codes.Internal, "interceptors: job ID field %q: message %s has no field %q", path, md.FullName(), n)
+			return nil, status.Errorf(codes.Internal, "interceptors: job ID field %q: message %s has no field %q", path, md.FullName(), n)
 		case fd.IsList() || fd.IsMap():
-			return "", status.Errorf(codes.Internal, "interceptors: job ID field %q: %s is repeated", path, fd.FullName())
+			return nil, status.Errorf(codes.Internal, "interceptors: job ID field %q: %s is repeated", path, fd.FullName())
 		case i < len(names)-1 && fd.Message() == nil:
-			return "", status.Errorf(codes.Internal, "interceptors: job ID field %q: %s is not a message", path, fd.FullName())
+			return nil, status.Errorf(codes.Internal, "interceptors: job ID field %q: %s is not a message", path, fd.FullName())
 		case i == len(names)-1 && !scalarKind(fd.Kind()):
-			return "", status.Errorf(codes.Internal, "interceptors: job ID field %q: %s is a %v field, not a string, bytes, integer or enum",
+			return nil, status.Errorf(codes.Internal, "interceptors: job ID field %q: %s is a %v field, not a string, bytes, integer or enum",
 				path, fd.FullName(), fd.Kind())
 		}
 		fds, md = append(fds, fd), fd.Message()
 	}
+	return fds, nil
+}
+
+// readField reads the scalar at the end of a resolved path in msg.
+func readField(msg protoreflect.Message, fds []protoreflect.FieldDescriptor, path string) (string, error) {
 	for i, fd := range fds {
 		if !msg.IsValid() || !msg.Has(fd) {
 			return "", status.Errorf(codes.InvalidArgument, "job ID field %q is not set", path)

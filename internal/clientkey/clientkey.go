@@ -36,14 +36,17 @@ func IP(addr netip.Addr, v6Prefix int) string {
 	switch {
 	case !addr.IsValid():
 		return "ip:invalid"
-	case addr.Is4():
-		return "ip:" + addr.String()
+	}
+	var buf [64]byte // "ip:" and the longest IPv6 prefix fit: one allocation, the result
+	b := append(buf[:0], "ip:"...)
+	if addr.Is4() {
+		return string(addr.AppendTo(b))
 	}
 	if v6Prefix < 1 || v6Prefix > 128 {
 		v6Prefix = DefaultIPv6Prefix
 	}
 	p, _ := addr.Prefix(v6Prefix) // cannot fail for a valid IPv6 address and bits in range
-	return "ip:" + p.String()
+	return string(p.AppendTo(b))
 }
 
 // ParseAddr parses "host:port", "[v6]:port" or a bare address, as found in
