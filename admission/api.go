@@ -42,6 +42,7 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 	}
 	j := s.newJobLocked()
 	j.jobID, j.foreground, j.cancel = jobID, true, cancel
+	qlen := s.queued // for telemetry: the queue the request found
 	wake, err := s.enqueueLocked(j, ts, key, now, buf[:0])
 	if err == nil {
 		wake = s.dispatchLocked(now, wake)
@@ -56,13 +57,17 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 	maxWait := ts.cfg.MaxWait
 	s.mu.Unlock()
 	s.wakeAll(wake)
+	s.arrived(ctx, ts, j, key, qlen, admitted, err)
 	switch {
 	case err != nil:
 		return nil, err
 	case admitted:
 		return &Permit{s, j, j.gen}, nil
 	}
-	return s.wait(ctx, j, maxWait)
+	sp := s.startWait(ctx, j, key, qlen)
+	p, err := s.wait(ctx, j, maxWait)
+	s.endWait(ctx, sp, j, err)
+	return p, err
 }
 
 // wait parks the caller on its own channel until it is admitted or rejected,
@@ -109,6 +114,7 @@ func (s *Scheduler) abandon(j *job, cause error, timedOut bool) (*Permit, error)
 	}
 	if timedOut {
 		s.counters.RejectedWaitTimeout++
+		s.emitRejectedLocked(j, j.typ, j.key.name, ErrWaitTimeout, false, now)
 		cause = s.rejectLocked(ErrWaitTimeout, false, j.typ, j.key, now)
 	} else {
 		s.counters.Cancelled++
@@ -185,6 +191,7 @@ func (s *Scheduler) Submit(t JobType, jobID string, fn func(context.Context) err
 	}
 	s.mu.Unlock()
 	s.wakeAll(wake)
+	s.submitted(ts, err)
 	return err
 }
 
@@ -208,6 +215,7 @@ func (s *Scheduler) expire(j *job) {
 	s.unqueueLocked(j, now)
 	s.counters.RejectedWaitTimeout++
 	j.err = s.rejectLocked(ErrWaitTimeout, false, j.typ, nil, now)
+	s.emitJobEndLocked(EventBackgroundExpired, j, j.err, now)
 	s.mu.Unlock()
 	s.reportDropped(j)
 }
@@ -231,12 +239,14 @@ func (s *Scheduler) wakeAll(wake []*job) {
 }
 
 func (s *Scheduler) reportDropped(j *job) {
+	s.backgroundDropped(j)
 	s.log.Warn("admission: background job did not run", "type", string(j.typ.name), "job_id", j.jobID, "err", j.err)
 }
 
 // runBackground runs an admitted background job and releases its seat.
 func (s *Scheduler) runBackground(j *job) {
 	defer s.wg.Done()
+	s.backgroundStarted(j)
 	err := s.call(j)
 	now := s.now()
 	var buf [8]*job
@@ -244,6 +254,7 @@ func (s *Scheduler) runBackground(j *job) {
 	s.finishLocked(j, now, now.Sub(j.started), true)
 	if err != nil {
 		s.counters.Failed++
+		s.emitJobEndLocked(EventBackgroundFailed, j, err, now)
 	}
 	wake := s.dispatchLocked(now, buf[:0])
 	s.mu.Unlock()

@@ -41,6 +41,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 				s.unqueueLocked(j, now)
 				s.counters.RejectedClosed++
 				j.err = &RejectedError{Reason: ErrClosed, Type: j.typ.name}
+				s.emitRejectedLocked(j, j.typ, j.key.name, ErrClosed, false, now)
 				wake = append(wake, j)
 			}
 			j = next
@@ -67,6 +68,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	s.cancelBase()
 	s.wg.Wait()
+	s.stopObservability()
 	return err
 }
 
@@ -82,6 +84,7 @@ func (s *Scheduler) stop(cause error) error {
 				s.unqueueLocked(j, now)
 				s.counters.Dropped++
 				j.err = fmt.Errorf("%w: dropped by Close: %w", ErrClosed, cause)
+				s.emitJobEndLocked(EventBackgroundDropped, j, j.err, now)
 				dropped = append(dropped, j)
 			}
 			j = next

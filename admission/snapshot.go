@@ -24,6 +24,7 @@ type Counters struct {
 	AgingPromotions     uint64 // aging promotions carried by admitted jobs
 	UrgentAdmissions    uint64 // jobs admitted while urgent
 	Exempt              uint64 // requests a transport let bypass admission (CountExempt)
+	EventsDropped       uint64 // events not delivered to the WithEventHandler handler
 }
 
 // Snapshot is a point-in-time copy of the scheduler's state, for debugging

@@ -255,6 +255,7 @@ type typeState struct {
 	running, queued int
 	flows           keyedHeap[sortKey, *flow]
 	readyIdx        int
+	obs             *typeObs // attribute sets and cost sums of the metrics (otel.go)
 }
 
 // blocked reports whether nothing of this type may start now (criteria 2 and
