@@ -40,7 +40,7 @@ func (s *Scheduler) keyActivatedLocked(k *keyState, now time.Time) {
 		o.otherN++
 		o.otherW += k.w
 	}
-	if o.events.handler != nil && (configured || o.otherN == 1) {
+	if o.events.handler != nil && len(o.keyNames) > 0 && (configured || o.otherN == 1) {
 		s.allocationsChangedLocked(k.name, configured, true, now)
 	}
 }
@@ -61,7 +61,7 @@ func (s *Scheduler) keyIdledLocked(k *keyState, now time.Time) {
 			o.otherW = 0
 		}
 	}
-	if o.events.handler != nil && (configured || o.otherN == 0) {
+	if o.events.handler != nil && len(o.keyNames) > 0 && (configured || o.otherN == 0) {
 		s.allocationsChangedLocked(k.name, configured, false, now)
 	}
 }
