@@ -590,3 +590,56 @@ func TestMetricsBackground(t *testing.T) {
 		}
 	})
 }
+
+// checkObserverLocked verifies the observer's incremental sums against the
+// keys (checkInvariantsLocked): activeN/activeW count every active key,
+// otherN/otherW the active keys not in Config.Keys, and each type's cost sum
+// and count are those of its entries in the cost LRU.
+func (s *Scheduler) checkObserverLocked() error {
+	o := s.obs
+	n, w, on, ow := 0, 0.0, 0, 0.0
+	count := func(k *keyState) {
+		if !k.active {
+			return
+		}
+		n, w = n+1, w+k.w
+		if _, ok := o.keyIdx[k.name]; !ok {
+			on, ow = on+1, ow+k.w
+		}
+	}
+	for _, k := range s.keys.Values() {
+		count(k)
+	}
+	for _, k := range s.pinned {
+		count(k)
+	}
+	if n != o.activeN || on != o.otherN || math.Abs(w-o.activeW) > 1e-6 || math.Abs(ow-o.otherW) > 1e-6 {
+		return fmt.Errorf("observer: active keys %d (Σw %v), other %d (Σw %v); counted %d (%v), %d (%v)",
+			o.activeN, o.activeW, o.otherN, o.otherW, n, w, on, ow)
+	}
+	sums, counts := map[JobType]float64{}, map[JobType]int{}
+	for _, k := range s.costs.Keys() {
+		e, _ := s.costs.Peek(k)
+		sums[k.typ] += e.est
+		counts[k.typ]++
+	}
+	for name, t := range s.types {
+		if t.obs.costN != counts[name] || math.Abs(t.obs.costSum-sums[name]) > 1e-6*max(1, sums[name]) {
+			return fmt.Errorf("observer: type %q cost sum %v over %d, entries sum %v over %d",
+				name, t.obs.costSum, t.obs.costN, sums[name], counts[name])
+		}
+	}
+	return nil
+}
+
+// seedCostLocked puts a cost entry in the LRU as learnLocked would, keeping
+// the cost metric's sums exact (tests that seed estimates).
+func (s *Scheduler) seedCostLocked(k costKey, e *costEntry) {
+	t := s.types[k.typ]
+	if old, ok := s.costs.Peek(k); ok {
+		t.obs.costSum -= old.est
+		t.obs.costN--
+	}
+	s.costs.Add(k, e)
+	s.costAddedLocked(t, e)
+}
