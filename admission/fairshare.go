@@ -30,18 +30,15 @@ type share struct {
 	active  bool
 }
 
-// keyActivatedLocked is the hook of wakeKeyLocked: k became active.
+// keyActivatedLocked is the hook of wakeKeyLocked: k became active. With
+// no key configured, every key is "other", whose sums are activeN and
+// activeW, and no allocation event is emitted: that is the hot path.
 func (s *Scheduler) keyActivatedLocked(k *keyState, now time.Time) {
 	o := s.obs
 	o.activeN++
 	o.activeW += k.w
-	_, configured := o.keyIdx[k.name]
-	if !configured {
-		o.otherN++
-		o.otherW += k.w
-	}
-	if o.events.handler != nil && len(o.keyNames) > 0 && (configured || o.otherN == 1) {
-		s.allocationsChangedLocked(k.name, configured, true, now)
+	if len(o.keyNames) > 0 {
+		s.keyChangedStateLocked(k, now)
 	}
 }
 
@@ -53,17 +50,37 @@ func (s *Scheduler) keyIdledLocked(k *keyState, now time.Time) {
 	if o.activeN == 0 {
 		o.activeW = 0 // no rounding drift survives an idle moment
 	}
-	_, configured := o.keyIdx[k.name]
+	if len(o.keyNames) > 0 {
+		s.keyChangedStateLocked(k, now)
+	}
+}
+
+// keyChangedStateLocked keeps otherN and otherW, and emits the allocation
+// events, when Config.Keys names keys; k just became active or idle.
+func (s *Scheduler) keyChangedStateLocked(k *keyState, now time.Time) {
+	o, up := s.obs, k.active
+	configured := o.isConfigured(k.name)
 	if !configured {
-		o.otherN--
-		o.otherW -= k.w
-		if o.otherN == 0 {
-			o.otherW = 0
+		if up {
+			o.otherN++
+			o.otherW += k.w
+		} else {
+			o.otherN--
+			o.otherW -= k.w
+			if o.otherN == 0 {
+				o.otherW = 0
+			}
 		}
 	}
-	if o.events.handler != nil && len(o.keyNames) > 0 && (configured || o.otherN == 0) {
-		s.allocationsChangedLocked(k.name, configured, false, now)
+	if o.events.handler != nil && (configured || (up && o.otherN == 1) || (!up && o.otherN == 0)) {
+		s.allocationsChangedLocked(k.name, configured, up, now)
 	}
+}
+
+// isConfigured reports whether name is in Config.Keys.
+func (o *observer) isConfigured(name string) bool {
+	_, ok := o.keyIdx[name]
+	return ok
 }
 
 // sharesLocked appends the series of each configured key, in o.keyNames
@@ -80,9 +97,13 @@ func (s *Scheduler) sharesLocked(out []share) []share {
 		}
 		out = append(out, sh)
 	}
+	otherN, otherW := o.otherN, o.otherW
+	if len(o.keyNames) == 0 {
+		otherN, otherW = o.activeN, o.activeW
+	}
 	other := share{running: s.inUse - confRunning}
-	if o.otherN > 0 {
-		other.alloc, other.active = capacity*o.otherW/o.activeW, true
+	if otherN > 0 {
+		other.alloc, other.active = capacity*otherW/o.activeW, true
 	}
 	return append(out, other)
 }

@@ -108,7 +108,9 @@ type observer struct {
 	events eventQueue // its handler never changes
 
 	// activeN and activeW are the number and total weight of active keys;
-	// otherN and otherW those of the active keys not in Config.Keys.
+	// otherN and otherW those of the active keys not in Config.Keys, kept
+	// only when Config.Keys is not empty (otherwise they are activeN and
+	// activeW).
 	activeN, otherN int
 	activeW, otherW float64
 	lastAlloc       []float64 // allocation last reported by an event, per series

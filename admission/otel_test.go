@@ -613,6 +613,9 @@ func (s *Scheduler) checkObserverLocked() error {
 	for _, k := range s.pinned {
 		count(k)
 	}
+	if len(o.keyNames) == 0 {
+		on, ow = 0, 0 // not kept: they equal activeN and activeW
+	}
 	if n != o.activeN || on != o.otherN || math.Abs(w-o.activeW) > 1e-6 || math.Abs(ow-o.otherW) > 1e-6 {
 		return fmt.Errorf("observer: active keys %d (Σw %v), other %d (Σw %v); counted %d (%v), %d (%v)",
 			o.activeN, o.activeW, o.otherN, o.otherW, n, w, on, ow)
