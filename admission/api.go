@@ -42,6 +42,7 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 	}
 	j := s.newJobLocked()
 	j.jobID, j.foreground, j.cancel = jobID, true, cancel
+	qlen := s.queued // for telemetry: the queue the request found
 	wake, err := s.enqueueLocked(j, ts, key, now, buf[:0])
 	if err == nil {
 		wake = s.dispatchLocked(now, wake)
@@ -62,13 +63,17 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 	maxWait := ts.cfg.MaxWait
 	s.mu.Unlock()
 	s.wakeAll(wake)
+	s.arrived(ctx, ts, j, key, qlen, admitted, err)
 	switch {
 	case err != nil:
 		return nil, err
 	case admitted:
 		return &Permit{s, j, j.gen}, nil
 	}
-	return s.wait(ctx, j, maxWait)
+	sp := s.startWait(ctx, j, key, qlen)
+	p, err := s.wait(ctx, j, maxWait)
+	s.endWait(ctx, sp, j, err)
+	return p, err
 }
 
 // wait parks the caller on its own channel until it is admitted or rejected,
@@ -115,6 +120,7 @@ func (s *Scheduler) abandon(j *job, cause error, timedOut bool) (*Permit, error)
 	}
 	if timedOut {
 		s.counters.RejectedWaitTimeout++
+		s.emitRejectedLocked(j, j.typ, j.key.name, ErrWaitTimeout, false, now)
 		cause = s.rejectLocked(ErrWaitTimeout, false, j.typ, j.key, now)
 	} else {
 		s.counters.Cancelled++
@@ -191,12 +197,14 @@ func (s *Scheduler) wakeAll(wake []*job) {
 }
 
 func (s *Scheduler) reportDropped(j *job) {
+	s.backgroundDropped(j)
 	s.log.Warn("admission: background job did not run", "type", string(j.typ.name), "job_id", j.jobID, "err", j.err)
 }
 
 // runBackground runs an admitted background job and releases its seat.
 func (s *Scheduler) runBackground(j *job) {
 	defer s.wg.Done()
+	s.backgroundStarted(j)
 	err := s.call(j)
 	now := s.now()
 	var buf [8]*job
@@ -206,6 +214,7 @@ func (s *Scheduler) runBackground(j *job) {
 	if err != nil {
 		s.counters.Failed++
 		retry = s.retryLocked(j, err, now)
+		s.emitJobEndLocked(EventBackgroundFailed, j, err, now)
 	}
 	wake := s.dispatchLocked(now, buf[:0])
 	s.mu.Unlock()

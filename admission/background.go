@@ -154,6 +154,7 @@ func (s *Scheduler) SubmitWith(ctx context.Context, t JobType, jobID string, fn 
 	wake, err := s.submitLocked(j, ts, foldIdentifier(o.key), now, buf[:0])
 	s.mu.Unlock()
 	s.wakeAll(wake)
+	s.submitted(ts, err)
 	return err
 }
 
@@ -243,6 +244,7 @@ func (s *Scheduler) expire(j *job) {
 	s.counters.RejectedWaitTimeout++
 	s.counters.Expired++
 	j.err = s.rejectLocked(ErrWaitTimeout, false, j.typ, nil, now)
+	s.emitJobEndLocked(EventBackgroundExpired, j, j.err, now)
 	s.mu.Unlock()
 	s.reportDropped(j)
 }

@@ -43,6 +43,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 				s.unqueueLocked(j, now)
 				s.counters.RejectedClosed++
 				j.err = &RejectedError{Reason: ErrClosed, Type: j.typ.name}
+				s.emitRejectedLocked(j, j.typ, j.key.name, ErrClosed, false, now)
 				wake = append(wake, j)
 			case !j.frozenAt.IsZero():
 				// Paused background work cannot run while Close drains, and
@@ -98,6 +99,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 		g.timer.Stop()
 	}
 	s.mu.Unlock()
+	s.stopObservability()
 	return err
 }
 
@@ -113,6 +115,7 @@ func (s *Scheduler) stop(cause error) error {
 				s.unqueueLocked(j, now)
 				s.counters.Dropped++
 				j.err = fmt.Errorf("%w: dropped by Close: %w", ErrClosed, cause)
+				s.emitJobEndLocked(EventBackgroundDropped, j, j.err, now)
 				dropped = append(dropped, j)
 			}
 			j = next

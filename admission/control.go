@@ -57,7 +57,7 @@ func (s *Scheduler) SetWeight(key string, w float64) error {
 		name := foldIdentifier(key)
 		s.weights[name] = w
 		if k := s.peekKeyLocked(name); k != nil {
-			k.w = w
+			s.setWeightLocked(k, w, now)
 		}
 		return nil
 	})
@@ -68,7 +68,7 @@ func (s *Scheduler) SetWeight(key string, w float64) error {
 func (s *Scheduler) ResetWeights() {
 	_ = s.reconfigure(func(now time.Time) error {
 		clear(s.weights)
-		s.forEachKeyLocked(func(k *keyState) { k.w = k.policy.weight() })
+		s.forEachKeyLocked(func(k *keyState) { s.setWeightLocked(k, k.policy.weight(), now) })
 		return nil
 	})
 }
@@ -91,7 +91,7 @@ func (s *Scheduler) SetKeyPolicy(key string, p KeyPolicy) error {
 		s.cfg.Keys[name] = p
 		if k := s.peekKeyLocked(name); k != nil {
 			k.policy = p
-			k.w = s.weightFor(name, p)
+			s.setWeightLocked(k, s.weightFor(name, p), now)
 			k.capped = p.MaxInFlight > 0 && k.running >= p.MaxInFlight
 			s.keyChangedLocked(k, now)
 		}

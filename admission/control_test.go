@@ -785,3 +785,38 @@ func TestRuntimePressure(t *testing.T) {
 		t.Errorf("NewRuntimePressure(0) = %v", err)
 	}
 }
+
+func TestWeightChangeEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var got []Event
+		s, err := New(Config{Capacity: 4, Keys: map[string]KeyPolicy{"a": {}}}, WithEventHandler(func(e Event) {
+			if e.Kind == EventAllocationChanged {
+				mu.Lock()
+				got = append(got, e)
+				mu.Unlock()
+			}
+		}))
+		must(t, err)
+		must(t, s.RegisterType("fg", JobTypeConfig{Priority: 8}))
+		pa, err := s.Acquire(t.Context(), Request{Type: "fg", FairnessKey: "a"})
+		must(t, err)
+		pb, err := s.Acquire(t.Context(), Request{Type: "fg", FairnessKey: "b"})
+		must(t, err)
+		synctest.Wait()
+		mu.Lock()
+		got = nil
+		mu.Unlock()
+		must(t, s.SetWeight("a", 3)) // a: 2 seats -> 3, other: 2 -> 1
+		synctest.Wait()
+		mu.Lock()
+		if len(got) != 2 || got[0].Reason != AllocationWeightChange || got[0].Key != "a" || !near(got[0].New, 3) ||
+			got[1].Key != otherSeries || !near(got[1].New, 1) {
+			t.Errorf("events after SetWeight = %+v", got)
+		}
+		mu.Unlock()
+		pa.Release()
+		pb.Release()
+		must(t, s.Close(t.Context()))
+	})
+}

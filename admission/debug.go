@@ -166,6 +166,7 @@ type debugCounters struct {
 	Retried             uint64 `json:"retried"`
 	DryRunWaits         uint64 `json:"dry_run_waits"`
 	RejectedDeadline    uint64 `json:"rejected_deadline"`
+	EventsDropped       uint64 `json:"events_dropped"`
 }
 
 // debugDuration is a duration as text, rounded to the millisecond.
@@ -229,6 +230,7 @@ func (c debugCounters) List() []debugCounter {
 		{"urgent_admissions", c.UrgentAdmissions}, {"exempt", c.Exempt},
 		{"expired", c.Expired}, {"coalesced", c.Coalesced}, {"superseded", c.Superseded}, {"retried", c.Retried},
 		{"dry_run_waits", c.DryRunWaits}, {"rejected_deadline", c.RejectedDeadline},
+		{"events_dropped", c.EventsDropped},
 	}
 }
 

@@ -74,6 +74,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 	s.counters.Submitted++
 	if s.closing {
 		s.counters.RejectedClosed++
+		s.emitRejectedLocked(j, t, key, ErrClosed, false, now)
 		return wake, &RejectedError{Reason: ErrClosed, Type: t.name}
 	}
 	k := s.keyLocked(key)
@@ -85,6 +86,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 	}
 	if p.MaxQueued > 0 && queuedByKey >= p.MaxQueued {
 		s.counters.RejectedQueueFull++
+		s.emitRejectedLocked(j, t, key, ErrQueueFull, true, now)
 		return wake, s.rejectLocked(ErrQueueFull, true, t, k, now)
 	}
 	pushedOut := false
@@ -94,6 +96,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		long := s.longest.Top()
 		if long.queued <= queuedByKey {
 			s.counters.RejectedQueueFull++
+			s.emitRejectedLocked(j, t, key, ErrQueueFull, true, now)
 			return wake, s.rejectLocked(ErrQueueFull, true, t, k, now)
 		}
 		victim := long.tail
@@ -101,6 +104,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		victim.err = s.rejectLocked(ErrQueueFull, true, victim.typ, long, now)
 		s.counters.RejectedQueueFull++
 		s.counters.PushedOut++
+		s.emitJobEndLocked(EventShed, victim, victim.err, now)
 		wake = append(wake, victim)
 		pushedOut = true
 	}
@@ -284,6 +288,7 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
 	if j.urgent {
 		s.counters.UrgentAdmissions++
 	}
+	s.emitAdmittedLocked(j, now)
 	if p := k.policy.MaxInFlight; p > 0 && k.running >= p {
 		k.capped = true
 	}

@@ -220,12 +220,81 @@
 // before it cancels it — cancelling work just admitted from the queue it was
 // asked to drain would waste it — which is how this package reads DESIGN §6.
 //
+// # Observability
+//
+// The scheduler uses the OpenTelemetry API only; providers come from
+// [WithTracerProvider] and [WithMeterProvider] (default: the globals), and
+// the instrumentation scope is [ScopeName].
+//
+// Tracing. A request that waits gets a child span, fairseat.admission.wait
+// (SpanKindInternal), of the span in its context, from arrival to admission
+// or rejection, with attributes fairseat.job.type, fairseat.priority.base,
+// fairseat.queue.length (queued jobs at arrival), fairseat.wait (seconds),
+// fairseat.outcome (admitted, rejected_queue_full, rejected_wait_timeout,
+// rejected_closed, cancelled) and, when admitted,
+// fairseat.priority.effective, fairseat.urgent and fairseat.aging.promotions;
+// a rejected span has status Error and fairseat.rejection.per_key. A request
+// admitted or rejected at arrival gets no span: a fairseat.admitted or
+// fairseat.rejected event is added to the caller's span, only if that span
+// is recording, so the uncontended path stays cheap. Fairness keys and job
+// IDs may be personal data: they appear (fairseat.fairness_key,
+// fairseat.job.id) only with [WithSpanIdentifiers](true).
+//
+// Metrics (never a raw key or job ID as an attribute; fairseat.key takes
+// only names from Config.Keys, and "other"):
+//
+//	fairseat.queue.wait.duration  histogram, s: time queued, 0 for decisions at arrival;
+//	                              job type, tier (base priority), result
+//	fairseat.priority.effective   histogram, {priority}: at admission; job type, tier
+//	fairseat.requests             counter, {request}: by result (the Counters: admitted,
+//	                              rejected_*, cancelled, and for background failed, dropped)
+//	fairseat.queue.size           up-down counter, {request}: queued; job type, tier
+//	fairseat.running              up-down counter, {request}: holding a seat; job type, tier
+//	fairseat.seats.usage, .limit  up-down counters, {seat}: seats in use, Capacity
+//	fairseat.aging.promotions     counter, {promotion}; fairseat.urgent.admissions, {request}
+//	fairseat.key.allocation       gauge, {seat}: fair-share allocation (below); fairseat.key
+//	fairseat.key.utilization      gauge, 1: running / allocation, active series only
+//	fairseat.key.excess           gauge, {seat}: max(0, running - allocation)
+//	fairseat.cost.estimate        gauge, s: mean of the type's tracked learned estimates
+//	fairseat.events.dropped       counter, {event}: Counters.EventsDropped
+//
+// The two histograms are recorded outside the lock as requests are decided;
+// everything else is read at collection time by one callback that copies
+// O(job types + configured keys) values under the lock and observes them
+// after releasing it. That callback is unregistered at Close.
+//
+// Fair share. Let A be the active keys (with queued or running work). The
+// allocation of an active key k is Capacity·w_k / Σ_{a∈A} w_a seats, 0 for
+// an idle key; the keys not named in Config.Keys form one series, "other",
+// whose allocation is the sum of theirs and whose running count is the sum
+// of theirs. A key running more than its allocation uses seats that idle or
+// lighter keys leave free: that is its excess. Allocations describe what
+// weighted fairness aims at; they do not drive dispatch (virtual time does).
+//
+// Events. [WithEventHandler] receives an [Event] for aged and urgent
+// admissions, rejections, push-outs, background jobs that failed, expired
+// or were dropped, and fair-share allocation changes, in order, from one
+// goroutine the scheduler starts at the first event and stops in Close,
+// behind a buffer of [EventBuffer] events; when the handler falls behind,
+// events are dropped and counted, never waited for. Allocation events are
+// emitted only when Config.Keys names keys, at the moments a configured key
+// becomes active or idle and the first unconfigured key becomes active or
+// the last one idle, for each series whose allocation then differs from
+// the one last reported. A change caused only by the number of active
+// unconfigured keys varying while some remain active is not reported (it
+// would be an event per request); the fairseat.key.allocation gauge shows
+// it. A weight change of an active key (SetWeight, ResetWeights,
+// SetKeyPolicy) reports the series that moved, with reason
+// AllocationWeightChange. The series are the keys in Config.Keys at New;
+// keys given a policy later with SetKeyPolicy belong to "other".
+//
 // # Concurrency and time
 //
 // The scheduler starts no goroutine except one per running background job
-// (timers it arms — pause deadlines, background TTLs and retry backoffs, the
-// pressure gate's re-check — run their function in a goroutine when they
-// fire, and Close stops them).
+// and, when an event handler is set, the one that delivers events (timers it
+// arms — pause deadlines, background TTLs and retry backoffs, the pressure
+// gate's re-check — run their function in a goroutine when they fire, and
+// Close stops them).
 // Waiters park on their own channel, never on a mutex held across a wait.
 // Decision functions take the current time as an argument and public methods
 // read the clock once, so tests run under testing/synctest with fake time.

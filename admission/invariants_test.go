@@ -17,6 +17,9 @@ func checkInvariants(t testing.TB, s *Scheduler) {
 }
 
 func (s *Scheduler) checkInvariantsLocked() error {
+	if err := s.checkObserverLocked(); err != nil {
+		return err
+	}
 	if i := s.running.verify(); i >= 0 {
 		return fmt.Errorf("running heap broken at %d", i)
 	}

@@ -16,6 +16,9 @@ type options struct {
 	tracerProvider trace.TracerProvider
 	meterProvider  metric.MeterProvider
 	logger         *slog.Logger
+
+	spanIdentifiers bool        // WithSpanIdentifiers (otel.go)
+	eventHandler    func(Event) // WithEventHandler (events.go)
 }
 
 type optionFunc func(*options)
@@ -23,15 +26,19 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 // WithTracerProvider sets the OpenTelemetry tracer provider; the default is
-// the global one. The scheduler emits no spans yet (they arrive with the
-// observability work); the option is accepted so callers can wire it now.
+// the global one. A request that waits for a seat gets a child span,
+// "fairseat.admission.wait", of the span in its context; one admitted at
+// once adds a "fairseat.admitted" event to that span instead (see
+// "Observability" in the package doc). The instrumentation scope is
+// [ScopeName].
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(o *options) { o.tracerProvider = tp })
 }
 
 // WithMeterProvider sets the OpenTelemetry meter provider; the default is the
-// global one. The scheduler records no metrics yet (Snapshot has the
-// counters); the option is accepted so callers can wire it now.
+// global one. Instruments (named fairseat.*, scope [ScopeName]) are created
+// in New; the ones read at collection time stop reporting at Close. See
+// "Observability" in the package doc for the list.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(o *options) { o.meterProvider = mp })
 }

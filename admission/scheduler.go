@@ -33,6 +33,7 @@ type Scheduler struct {
 	cancelBase context.CancelFunc // cancels them at Close
 	wg         sync.WaitGroup     // background job goroutines
 	epoch      time.Time          // New's clock reading; now() counts from it
+	obs        *observer          // telemetry and events; otel.go says which of its fields mu guards
 
 	mu sync.Mutex // guards every field below
 
@@ -110,7 +111,7 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 	if s.keys, err = simplelru.NewLRU[string, *keyState](c.MaxKeys, s.onKeyEvicted); err != nil {
 		return nil, fmt.Errorf("%w: MaxKeys: %v", ErrInvalidConfig, err)
 	}
-	if s.costs, err = simplelru.NewLRU[costKey, *costEntry](c.MaxCostEntries, nil); err != nil {
+	if s.costs, err = simplelru.NewLRU[costKey, *costEntry](c.MaxCostEntries, s.onCostEvicted); err != nil {
 		return nil, fmt.Errorf("%w: MaxCostEntries: %v", ErrInvalidConfig, err)
 	}
 	s.dryRun = c.DryRun
@@ -120,6 +121,7 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.epoch = time.Now()
+	s.obs = newObserver(s, &o)
 	return s, nil
 }
 
@@ -157,6 +159,7 @@ func (s *Scheduler) RegisterType(t JobType, c JobTypeConfig) error {
 		tier:     tier,
 		flows:    newFlowHeap(),
 		readyIdx: -1,
+		obs:      s.obs.newTypeObs(t, c),
 	}
 	return nil
 }
@@ -269,6 +272,7 @@ func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now time.Time) *keyS
 		k.v = s.vsys
 	}
 	k.active = true
+	s.keyActivatedLocked(k, now)
 	return k
 }
 
@@ -291,6 +295,7 @@ func (s *Scheduler) maybeIdleLocked(k *keyState, now time.Time) {
 	}
 	k.active = false
 	k.idleSince = now
+	s.keyIdledLocked(k, now)
 	if len(s.pinned) > 0 {
 		if _, ok := s.pinned[k.name]; ok { // evicted while active: tracked again
 			delete(s.pinned, k.name)
@@ -327,9 +332,12 @@ func (s *Scheduler) learnLocked(j *job, observed float64, now time.Time) {
 		if e, ok = s.costs.Get(k); !ok {
 			e = &costEntry{est: t.cfg.DefaultCost.Seconds(), at: now}
 			s.costs.Add(k, e)
+			s.costAddedLocked(t, e)
 		}
 	}
 	a := s.cfg.CostAlpha
+	prev, counted := e.est, !e.at.IsZero() // for the cost metric: an evicted entry has a zero time
 	e.est = a*observed + (1-a)*e.estimate(t, now, s.cfg.CostTTL)
 	e.at = now
+	s.costChangedLocked(t, e, prev, counted)
 }

@@ -33,6 +33,7 @@ type Counters struct {
 	Retried             uint64 // failed background attempts queued again (each attempt is also Submitted)
 	DryRunWaits         uint64 // dry-run: admitted at once although they would have waited
 	RejectedDeadline    uint64 // turned away because their deadline ended before they could start
+	EventsDropped       uint64 // events not delivered to the WithEventHandler handler
 }
 
 // Snapshot is a point-in-time copy of the scheduler's state, for debugging

@@ -296,7 +296,8 @@ type typeState struct {
 	readyIdx        int
 	paused          bool
 	pause           *pause
-	smithA          float64 // Order ShortestFirst: the aging factor a; 0 = FIFO
+	smithA          float64  // Order ShortestFirst: the aging factor a; 0 = FIFO
+	obs             *typeObs // attribute sets and cost sums of the metrics (otel.go)
 }
 
 // blocked reports whether nothing of this type may start now (criteria 2 and
