@@ -227,7 +227,9 @@
 // the instrumentation scope is [ScopeName].
 //
 // Tracing. A request that waits gets a child span, fairseat.admission.wait
-// (SpanKindInternal), of the span in its context, from arrival to admission
+// (SpanKindInternal), of the span in its context when that span is
+// recording (the wait span follows its parent's sampling; an untraced
+// request costs no span), from arrival to admission
 // or rejection, with attributes fairseat.job.type, fairseat.priority.base,
 // fairseat.queue.length (queued jobs at arrival), fairseat.wait (seconds),
 // fairseat.outcome (admitted, rejected_queue_full, rejected_wait_timeout,

@@ -27,7 +27,7 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithTracerProvider sets the OpenTelemetry tracer provider; the default is
 // the global one. A request that waits for a seat gets a child span,
-// "fairseat.admission.wait", of the span in its context; one admitted at
+// "fairseat.admission.wait", of the recording span in its context; one admitted at
 // once adds a "fairseat.admitted" event to that span instead (see
 // "Observability" in the package doc). The instrumentation scope is
 // [ScopeName].

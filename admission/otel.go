@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // ScopeName is the OpenTelemetry instrumentation scope of the scheduler's
@@ -76,9 +77,19 @@ var resultNames = [numResults]string{
 	"cancelled", "failed", "dropped", "rejected_deadline", "superseded", "coalesced",
 }
 
+// noSpan is the span of a wait nobody traces.
+var noSpan trace.Span = tracenoop.Span{}
+
+// isRejected reports whether err is a *RejectedError, without the
+// allocation of errors.As on the hot path (the scheduler returns them
+// unwrapped).
+func isRejected(err error) bool {
+	_, ok := err.(*RejectedError)
+	return ok
+}
+
 // resultOf classifies the error that ended a wait (nil: admitted).
 func resultOf(err error) outcome {
-	var rej *RejectedError
 	switch {
 	case err == nil:
 		return resultAdmitted
@@ -90,7 +101,7 @@ func resultOf(err error) outcome {
 		return resultDeadline
 	case errors.Is(err, ErrSuperseded):
 		return resultSuperseded
-	case errors.As(err, &rej): // ErrClosed at arrival or while queued
+	case isRejected(err): // ErrClosed at arrival or while queued
 		return resultClosed
 	case errors.Is(err, ErrClosed): // "dropped by Close"
 		return resultDropped
@@ -257,8 +268,15 @@ func (o *observer) rejectedAtArrival(ctx context.Context, t *typeState, j *job, 
 	}
 }
 
-// startWait starts the span of a request that waits, at its arrival.
+// startWait starts the span of a request that waits, at its arrival. The
+// span is made only under a recording span: a wait span follows its
+// parent's sampling decision, and a request nobody traces costs no span
+// (the global provider's delegating tracer allocates even when it has no
+// SDK behind it).
 func (s *Scheduler) startWait(ctx context.Context, j *job, key string, qlen int) trace.Span {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return noSpan
+	}
 	attrs := []attribute.KeyValue{
 		attrType.String(string(j.typ.name)), attrBase.Int(int(j.typ.cfg.Priority)), attrQueueLen.Int(qlen),
 	}
