@@ -325,8 +325,8 @@ func TestRejectionMapping(t *testing.T) {
 		{errors.Join(admission.ErrUnknownJobType), 500},
 		{errors.New("other"), 503},
 	} {
-		if got := rejection(tc.err); got.Status != tc.status {
-			t.Errorf("rejection(%v) = %d, want %d", tc.err, got.Status, tc.status)
+		if got := RejectionFor(tc.err); got.Status != tc.status {
+			t.Errorf("RejectionFor(%v) = %d, want %d", tc.err, got.Status, tc.status)
 		}
 	}
 	rec := httptest.NewRecorder()

@@ -24,6 +24,11 @@ type Rejection struct {
 // A RejectHandler writes the response to a rejected request.
 type RejectHandler func(http.ResponseWriter, *http.Request, Rejection)
 
+// RejectionFor is the response the middleware gives for an admission error,
+// for handlers that call the scheduler themselves (a Submit that failed):
+// pass it to WriteRejection or a RejectHandler.
+func RejectionFor(err error) Rejection { return rejection(err) }
+
 // rejection maps an admission error to its response: the caller's own share
 // (RejectedError.PerKey) is 429, the server's overload, wait timeout and
 // shutdown are 503, an unregistered job type is the server's bug (500).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -78,15 +77,7 @@ func (g *gitCache) repack(w http.ResponseWriter, r *http.Request) {
 		return g.work(ctx, "repack", repo)
 	})
 	if err != nil {
-		rej := httpmw.Rejection{Status: http.StatusServiceUnavailable, RetryAfter: time.Second, Err: err}
-		var re *admission.RejectedError
-		if errors.As(err, &re) {
-			rej.RetryAfter = re.RetryAfter
-			if re.PerKey {
-				rej.Status = http.StatusTooManyRequests
-			}
-		}
-		httpmw.WriteRejection(w, r, rej)
+		httpmw.WriteRejection(w, r, httpmw.RejectionFor(err))
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
