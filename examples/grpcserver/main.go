@@ -23,12 +23,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fairseat/fairseat/examples/internal/gitcache"
 )
 
 func main() {
@@ -41,17 +41,12 @@ func main() {
 	flag.StringVar(&trusted, "trusted-peers", "", "comma-separated CIDR prefixes whose x-tenant-id metadata is believed")
 	flag.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight, then queued repacks, may take at shutdown")
 	flag.Parse()
-	for p := range strings.SplitSeq(trusted, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		prefix, err := netip.ParsePrefix(p)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "grpcserver: -trusted-peers:", err)
-			os.Exit(2)
-		}
-		cfg.TrustedPeers = append(cfg.TrustedPeers, prefix)
+	prefixes, err := gitcache.ParsePrefixes(trusted)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "grpcserver: -trusted-peers:", err)
+		os.Exit(2)
 	}
+	cfg.TrustedPeers = prefixes
 	cfg.Listening = func(grpcAddr, adminAddr string) {
 		fmt.Printf("gRPC:    %s\nmetrics: http://%s/metrics\ndebug:   http://%s/debug/admission\n", grpcAddr, adminAddr, adminAddr)
 	}

@@ -10,43 +10,27 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
-	"go.opentelemetry.io/otel/attribute"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/examples/internal/gitcache"
 	"github.com/fairseat/fairseat/interceptors"
-)
-
-// The job types. Clones and fetches read a repository and may run together
-// on it (Access Shared); a repack rewrites it and runs alone (Exclusive).
-// The three share the conflict group "git", so a repack of a repository
-// waits, holding no seat, until its clones and fetches are done.
-const (
-	jobClone  admission.JobType = "clone"
-	jobFetch  admission.JobType = "fetch"
-	jobRepack admission.JobType = "repack"
 )
 
 // config is what main reads from flags; tests fill it in directly.
 type config struct {
-	GRPCAddr        string         // gRPC listener
-	AdminAddr       string         // /metrics and /debug/admission
-	Capacity        int            // seats
-	MaxQueued       int            // requests one client may have waiting
-	TrustedPeers    []netip.Prefix // peers whose x-tenant-id metadata is believed
-	ShutdownTimeout time.Duration  // for GracefulStop, and again for Scheduler.Close
-	Work            WorkFunc       // nil: simulate
-	Logger          *slog.Logger   // nil: slog.Default()
+	GRPCAddr        string            // gRPC listener
+	AdminAddr       string            // /metrics and /debug/admission
+	Capacity        int               // seats
+	MaxQueued       int               // requests one client may have waiting
+	TrustedPeers    []netip.Prefix    // peers whose x-tenant-id metadata is believed
+	ShutdownTimeout time.Duration     // for GracefulStop, and again for Scheduler.Close
+	Work            gitcache.WorkFunc // nil: simulate
+	Logger          *slog.Logger      // nil: slog.Default()
 	// Listening, if set, is called once both listeners are open, with
 	// their actual addresses (useful with port 0).
 	Listening func(grpcAddr, adminAddr string)
@@ -58,18 +42,18 @@ type config struct {
 // listener closes last, so that /debug/admission shows the drain.
 func run(ctx context.Context, cfg config) (err error) {
 	if cfg.Work == nil {
-		cfg.Work = simulate
+		cfg.Work = gitcache.Simulate
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	tel, err := newTelemetry("fairseat-grpcserver")
+	tel, err := gitcache.NewTelemetry("fairseat-grpcserver")
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, tel.shutdown(context.Background())) }()
+	defer func() { err = errors.Join(err, tel.Shutdown(context.Background())) }()
 
-	sched, err := newScheduler(cfg, tel)
+	sched, err := gitcache.NewScheduler(cfg.Capacity, cfg.MaxQueued, tel, cfg.Logger)
 	if err != nil {
 		return err
 	}
@@ -84,7 +68,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 
 	srv, healthSrv := newGRPCServer(cfg, sched, tel)
-	admin := &http.Server{Handler: adminMux(sched, tel.metrics), ReadHeaderTimeout: 10 * time.Second}
+	admin := &http.Server{Handler: gitcache.AdminMux(sched, tel.Metrics), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
 	go func() { serveErr <- admin.Serve(adminLis) }()
@@ -128,53 +112,15 @@ func gracefulStop(srv *grpc.Server, timeout time.Duration) {
 	}
 }
 
-func newScheduler(cfg config, tel *telemetry) (*admission.Scheduler, error) {
-	sched, err := admission.New(admission.Config{
-		Capacity: cfg.Capacity,
-		// Each client may have MaxQueued requests waiting; more are
-		// refused with ResourceExhausted and a retry hint. Background
-		// work (the key "") is bounded only by the total queue.
-		DefaultKey: admission.KeyPolicy{MaxQueued: cfg.MaxQueued},
-		Keys:       map[string]admission.KeyPolicy{"": {}},
-		// A repack waiting behind a stream of clones ages up to urgent
-		// (priority 50, above the clones' 40) after at most 25s.
-		Aging: &admission.AgingConfig{Grace: 5 * time.Second, Interval: 5 * time.Second, Step: 10, Urgent: 50},
-	},
-		admission.WithMeterProvider(tel.mp),
-		admission.WithTracerProvider(tel.tp),
-		admission.WithLogger(cfg.Logger),
-	)
-	if err != nil {
-		return nil, err
-	}
-	types := map[admission.JobType]admission.JobTypeConfig{
-		jobClone: {DefaultCost: time.Second, ConflictGroup: "git", Access: admission.Shared,
-			Priority: admission.PriorityForeground, MaxWait: 30 * time.Second},
-		jobFetch: {DefaultCost: 600 * time.Millisecond, ConflictGroup: "git", Access: admission.Shared,
-			Priority: admission.PriorityForeground, MaxWait: 30 * time.Second},
-		// Repacks are background jobs: at most 2 at once, a repeated
-		// request for a repository already queued is absorbed.
-		jobRepack: {DefaultCost: 3 * time.Second, ConflictGroup: "git", Access: admission.Exclusive,
-			Priority: admission.PriorityBackground, MaxConcurrency: 2, MaxWait: 10 * time.Minute,
-			Duplicates: admission.Coalesce},
-	}
-	for t, c := range types {
-		if err := sched.RegisterType(t, c); err != nil {
-			return nil, errors.Join(err, sched.Close(context.Background()))
-		}
-	}
-	return sched, nil
-}
-
 // newGRPCServer wires the interceptors, the otelgrpc stats handler, the
 // health service (never queued: the interceptors exempt it) and reflection.
-func newGRPCServer(cfg config, sched *admission.Scheduler, tel *telemetry) (*grpc.Server, *health.Server) {
+func newGRPCServer(cfg config, sched *admission.Scheduler, tel *gitcache.Telemetry) (*grpc.Server, *health.Server) {
 	opts := []interceptors.Option{
 		interceptors.WithRoutes(interceptors.Routes{
-			cloneMethod: {Type: jobClone, JobID: interceptors.Field("value")},
+			cloneMethod: {Type: gitcache.Clone, JobID: interceptors.Field("value")},
 			// Fetch streams its answer: admit it on its request message,
 			// which names the repository, and hold the seat to the end.
-			fetchMethod: {Type: jobFetch, JobID: interceptors.Field("value"), Stream: interceptors.FirstMessage},
+			fetchMethod: {Type: gitcache.Fetch, JobID: interceptors.Field("value"), Stream: interceptors.FirstMessage},
 			// Repack has no route: the call only queues a background job
 			// (Scheduler.Submit), which waits for its own seat.
 		}),
@@ -190,7 +136,7 @@ func newGRPCServer(cfg config, sched *admission.Scheduler, tel *telemetry) (*grp
 	}
 	srv := grpc.NewServer(
 		grpc.StatsHandler(otelgrpc.NewServerHandler(
-			otelgrpc.WithMeterProvider(tel.mp), otelgrpc.WithTracerProvider(tel.tp))),
+			otelgrpc.WithMeterProvider(tel.MeterProvider), otelgrpc.WithTracerProvider(tel.TracerProvider))),
 		grpc.ChainUnaryInterceptor(interceptors.UnaryServerInterceptor(sched, opts...)),
 		grpc.ChainStreamInterceptor(interceptors.StreamServerInterceptor(sched, opts...)),
 	)
@@ -199,56 +145,4 @@ func newGRPCServer(cfg config, sched *admission.Scheduler, tel *telemetry) (*grp
 	healthpb.RegisterHealthServer(srv, hs)
 	reflection.Register(srv)
 	return srv, hs
-}
-
-// adminMux serves the operator's endpoints. Keep it on its own listener,
-// never the public one.
-func adminMux(sched *admission.Scheduler, metrics http.Handler) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metrics)
-	// The debug page shows fairness keys (client addresses, tenants) and
-	// job IDs. Answering only loopback callers keeps this example safe on
-	// a laptop; a real deployment needs real access control here
-	// (authentication, an operator network), as for net/http/pprof.
-	mux.Handle("/debug/admission", loopbackOnly(admission.DebugHandler(sched)))
-	return mux
-}
-
-func loopbackOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ap, err := netip.ParseAddrPort(r.RemoteAddr)
-		if err != nil || !ap.Addr().IsLoopback() {
-			http.Error(w, "forbidden", http.StatusForbidden)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// telemetry is the OpenTelemetry SDK set up for the example: metrics go to
-// a Prometheus registry of its own (served on /metrics), spans to a tracer
-// provider without an exporter (add sdktrace.WithBatcher with an OTLP
-// exporter to send them somewhere).
-type telemetry struct {
-	mp      *sdkmetric.MeterProvider
-	tp      *sdktrace.TracerProvider
-	metrics http.Handler
-}
-
-func newTelemetry(service string) (*telemetry, error) {
-	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		return nil, err
-	}
-	res := resource.NewSchemaless(attribute.String("service.name", service))
-	return &telemetry{
-		mp:      sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res)),
-		tp:      sdktrace.NewTracerProvider(sdktrace.WithResource(res)),
-		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-	}, nil
-}
-
-func (t *telemetry) shutdown(ctx context.Context) error {
-	return errors.Join(t.tp.Shutdown(ctx), t.mp.Shutdown(ctx))
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/examples/internal/gitcache"
 	"github.com/fairseat/fairseat/interceptors"
 )
 
@@ -106,24 +106,7 @@ func init() {
 // background maintenance: the method only queues it with the scheduler.
 type gitCache struct {
 	sched *admission.Scheduler
-	work  WorkFunc
-}
-
-// A WorkFunc does the work of one operation ("clone", "fetch" or "repack")
-// on repo. The example's default only sleeps; tests pass their own.
-type WorkFunc func(ctx context.Context, op, repo string) error
-
-// simulate stands for real git work: it sleeps, cut short if ctx ends.
-func simulate(ctx context.Context, op, _ string) error {
-	d := map[string]time.Duration{"clone": time.Second, "fetch": 200 * time.Millisecond, "repack": 3 * time.Second}[op]
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	work  gitcache.WorkFunc
 }
 
 func (g *gitCache) clone(ctx context.Context, repo string) (proto.Message, error) {
@@ -150,7 +133,7 @@ func (g *gitCache) fetch(repo string, stream grpc.ServerStream) error {
 // admits it, alone on its repository. A full queue or a closing scheduler
 // is answered as the interceptors answer a rejected call.
 func (g *gitCache) repack(ctx context.Context, repo string) (proto.Message, error) {
-	err := g.sched.Submit(jobRepack, repo, func(ctx context.Context) error {
+	err := g.sched.Submit(gitcache.Repack, repo, func(ctx context.Context) error {
 		return g.work(ctx, "repack", repo)
 	})
 	if err != nil {

@@ -4,42 +4,25 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/examples/internal/gitcache"
 	"github.com/fairseat/fairseat/httpmw"
 )
-
-// A WorkFunc does the work of one operation ("clone", "fetch" or "repack")
-// on repo. The example's default only sleeps; tests pass their own.
-type WorkFunc func(ctx context.Context, op, repo string) error
-
-// simulate stands for real git work: it sleeps, cut short if ctx ends.
-func simulate(ctx context.Context, op, _ string) error {
-	d := map[string]time.Duration{"clone": time.Second, "fetch": 200 * time.Millisecond, "repack": 3 * time.Second}[op]
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // gitCache simulates a git cache. Clone and fetch are foreground requests,
 // admitted by the middleware before these handlers run. Repack is
 // background maintenance: the handler only queues it with the scheduler.
 type gitCache struct {
 	sched *admission.Scheduler
-	work  WorkFunc
+	work  gitcache.WorkFunc
 }
 
 // routes registers the API on mux. A route wrapped in httpmw.Tag waits for
 // a seat; its job ID, the repository, is the {repo...} path wildcard.
 func (g *gitCache) routes(mux *http.ServeMux) {
-	mux.Handle("GET /clone/{repo...}", httpmw.Tag(jobClone, httpmw.PathValue("repo"), http.HandlerFunc(g.clone)))
-	mux.Handle("GET /fetch/{repo...}", httpmw.Tag(jobFetch, httpmw.PathValue("repo"), http.HandlerFunc(g.fetch)))
+	mux.Handle("GET /clone/{repo...}", httpmw.Tag(gitcache.Clone, httpmw.PathValue("repo"), http.HandlerFunc(g.clone)))
+	mux.Handle("GET /fetch/{repo...}", httpmw.Tag(gitcache.Fetch, httpmw.PathValue("repo"), http.HandlerFunc(g.fetch)))
 	// Not tagged: the request only queues a background job.
 	mux.HandleFunc("POST /repack/{repo...}", g.repack)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
@@ -73,7 +56,7 @@ func (g *gitCache) fetch(w http.ResponseWriter, r *http.Request) {
 // scheduler is answered as the middleware answers a rejected request.
 func (g *gitCache) repack(w http.ResponseWriter, r *http.Request) {
 	repo := r.PathValue("repo")
-	err := g.sched.Submit(jobRepack, repo, func(ctx context.Context) error {
+	err := g.sched.Submit(gitcache.Repack, repo, func(ctx context.Context) error {
 		return g.work(ctx, "repack", repo)
 	})
 	if err != nil {

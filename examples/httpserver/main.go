@@ -23,12 +23,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fairseat/fairseat/examples/internal/gitcache"
 )
 
 func main() {
@@ -41,17 +41,12 @@ func main() {
 	flag.StringVar(&trusted, "trusted-proxies", "", "comma-separated CIDR prefixes whose X-Forwarded-For and X-Tenant-ID are believed")
 	flag.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight, then queued repacks, may take at shutdown")
 	flag.Parse()
-	for p := range strings.SplitSeq(trusted, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		prefix, err := netip.ParsePrefix(p)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "httpserver: -trusted-proxies:", err)
-			os.Exit(2)
-		}
-		cfg.TrustedProxies = append(cfg.TrustedProxies, prefix)
+	prefixes, err := gitcache.ParsePrefixes(trusted)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "httpserver: -trusted-proxies:", err)
+		os.Exit(2)
 	}
+	cfg.TrustedProxies = prefixes
 	cfg.Listening = func(addr, adminAddr string) {
 		fmt.Printf("API:     http://%s/\nmetrics: http://%s/metrics\ndebug:   http://%s/debug/admission\n", addr, adminAddr, adminAddr)
 	}
