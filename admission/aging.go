@@ -52,11 +52,11 @@ func rankAt(a *AgingConfig, base Priority, start, now time.Time) rank {
 // thaws: its aging clock stands still.
 func (s *Scheduler) rankLocked(j *job, now time.Time) rank {
 	if !j.frozenAt.IsZero() {
-		r := rankAt(s.cfg.Aging, j.prio, j.agingStart, j.frozenAt)
+		r := rankAt(j.typ.aging, j.prio, j.agingStart, j.frozenAt)
 		r.next = time.Time{}
 		return r
 	}
-	return rankAt(s.cfg.Aging, j.prio, j.agingStart, now)
+	return rankAt(j.typ.aging, j.prio, j.agingStart, now)
 }
 
 // promotionsTo is n = ceil((target - base)/Step), the promotions a job of
@@ -77,15 +77,12 @@ func promotionsTo(a *AgingConfig, base, target Priority) int {
 // (after any older urgent job). It returns NoStarvationBound when aging is
 // off, Urgent is 0, or t is not registered.
 func (s *Scheduler) StarvationBound(t JobType) time.Duration {
-	a := s.cfg.Aging
-	if a == nil || a.Urgent == 0 {
-		return NoStarvationBound
-	}
 	s.mu.Lock()
 	ts, ok := s.types[t]
 	s.mu.Unlock()
-	if !ok {
+	if !ok || ts.aging == nil || ts.aging.Urgent == 0 {
 		return NoStarvationBound
 	}
+	a := ts.aging
 	return a.Grace + time.Duration(promotionsTo(a, ts.cfg.Priority, a.Urgent))*a.Interval
 }

@@ -45,6 +45,12 @@ type JobTypeConfig struct {
 	// Duplicates and Retry apply to background jobs (Submit).
 	Duplicates DuplicatePolicy
 	Retry      RetryPolicy
+	// NoAging keeps the type's jobs at their base priority however long
+	// they wait: never promoted, never urgent (and no StarvationBound). For
+	// foreground types served by fairness alone: urgent jobs go oldest
+	// first across all callers, so a flood's oldest requests would
+	// otherwise go before a light caller's.
+	NoAging bool
 }
 
 // Access is how a job uses its resource.
@@ -284,7 +290,7 @@ func (c JobTypeConfig) validate(t JobType, cfg *Config) (JobTypeConfig, error) {
 		return c, fmt.Errorf("%w: job type %q: Priority %d admits no job (its value is the tier cap); use a positive Priority or set Config.TierLimits[%d]",
 			ErrInvalidConfig, t, c.Priority, c.Priority)
 	}
-	if a := cfg.Aging; a != nil && a.Urgent > 0 && c.Priority >= a.Urgent {
+	if a := cfg.Aging; a != nil && !c.NoAging && a.Urgent > 0 && c.Priority >= a.Urgent {
 		return c, fmt.Errorf("%w: job type %q: Priority %d must be below Aging.Urgent %d, or every job of the type would be urgent on arrival",
 			ErrInvalidConfig, t, c.Priority, a.Urgent)
 	}
@@ -300,4 +306,13 @@ func tierCap(cfg *Config, p Priority) int {
 		return n
 	}
 	return int(p)
+}
+
+// agingOf is the aging that applies to a type: the scheduler's, unless the
+// type has NoAging.
+func agingOf(cfg *Config, c JobTypeConfig) *AgingConfig {
+	if c.NoAging {
+		return nil
+	}
+	return cfg.Aging
 }

@@ -820,3 +820,41 @@ func TestWeightChangeEvent(t *testing.T) {
 		must(t, s.Close(t.Context()))
 	})
 }
+
+func TestNoAging(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Capacity: 1, Aging: &AgingConfig{Interval: time.Second, Urgent: 30}})
+		must(t, err)
+		// Priority 40 is above Urgent: allowed, since the type never ages.
+		must(t, s.RegisterType("fg", JobTypeConfig{Priority: 40, NoAging: true}))
+		must(t, s.RegisterType("bg", JobTypeConfig{Priority: 10}))
+		if b := s.StarvationBound("fg"); b != NoStarvationBound {
+			t.Errorf("StarvationBound(fg) = %v, want none", b)
+		}
+		if b := s.StarvationBound("bg"); b != 20*time.Second {
+			t.Errorf("StarvationBound(bg) = %v, want 20s", b)
+		}
+		holder, err := s.Acquire(t.Context(), Request{Type: "fg", FairnessKey: "flood"})
+		must(t, err)
+		old := acquireAsync(t.Context(), s, Request{Type: "fg", FairnessKey: "flood"})
+		synctest.Wait()
+		time.Sleep(time.Hour)
+		light := acquireAsync(t.Context(), s, Request{Type: "fg", FairnessKey: "light"})
+		synctest.Wait()
+		for _, q := range s.Snapshot().Queue {
+			if q.EffectivePriority != 40 || q.Urgent {
+				t.Fatalf("queued %+v: a NoAging job aged", q)
+			}
+		}
+		// The light caller goes first by virtual time, although the flood's
+		// request waited an hour.
+		holder.Release()
+		r := <-light
+		must(t, r.err)
+		r.p.Release()
+		r = <-old
+		must(t, r.err)
+		r.p.Release()
+		must(t, s.Close(t.Context()))
+	})
+}

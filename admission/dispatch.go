@@ -245,7 +245,7 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
 	k, t := j.key, j.typ
 	// The job's rank is computed afresh: a flow whose rank can no longer
 	// change (urgent, or at the ceiling) is not re-ranked as it keeps aging.
-	rk := rankAt(s.cfg.Aging, j.prio, j.agingStart, now)
+	rk := rankAt(t.aging, j.prio, j.agingStart, now)
 	j.eff, j.urgent, j.promoted = rk.eff, rk.urgent, rk.promoted
 	j.state = jobRunning
 	j.started = now

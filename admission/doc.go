@@ -131,6 +131,16 @@
 // would make a job urgent on arrival, so RegisterType rejects a type whose
 // Priority is not below Aging.Urgent.
 //
+// DESIGN applies aging to every job. Urgent jobs go oldest first, across
+// all callers and regardless of virtual time, so under a foreground flood
+// the flood's oldest requests turn urgent and go before a light caller's:
+// the demo measured a light client's p99 wait going from 26 ms to 7.3 s
+// with Urgent set. Aging exists so that background work cannot starve;
+// foreground requests are protected by fairness. So a type may opt out
+// with JobTypeConfig.NoAging (its jobs keep their base priority, and it has
+// no starvation bound), and a type that never ages may have a Priority at
+// or above Urgent.
+//
 // Starvation bound: let n = ceil((Urgent - base)/Step). A queued job of base
 // priority base is urgent after at most Grace + n·Interval in the queue
 // ([Scheduler.StarvationBound]). From then on it precedes every non-urgent

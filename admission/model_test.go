@@ -243,7 +243,7 @@ func remove(list []*mJob, j *mJob) []*mJob {
 func (m *model) rank(j *mJob, now time.Time) (eff Priority, urgent bool) {
 	base := j.cfg.Priority
 	a := m.aging
-	if a == nil {
+	if a == nil || j.cfg.NoAging {
 		return base, false
 	}
 	if !j.frozenAt.IsZero() {

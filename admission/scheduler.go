@@ -156,6 +156,7 @@ func (s *Scheduler) RegisterType(t JobType, c JobTypeConfig) error {
 		cfg:      c,
 		limit:    c.MaxConcurrency,
 		smithA:   c.OrderAging, // 0 unless Order is ShortestFirst
+		aging:    agingOf(&s.cfg, c),
 		tier:     tier,
 		flows:    newFlowHeap(),
 		readyIdx: -1,

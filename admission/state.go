@@ -296,8 +296,9 @@ type typeState struct {
 	readyIdx        int
 	paused          bool
 	pause           *pause
-	smithA          float64  // Order ShortestFirst: the aging factor a; 0 = FIFO
-	obs             *typeObs // attribute sets and cost sums of the metrics (otel.go)
+	smithA          float64      // Order ShortestFirst: the aging factor a; 0 = FIFO
+	aging           *AgingConfig // Config.Aging, or nil when the type has NoAging
+	obs             *typeObs     // attribute sets and cost sums of the metrics (otel.go)
 }
 
 // blocked reports whether nothing of this type may start now (criteria 2 and
