@@ -43,11 +43,13 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 	j := s.newJobLocked()
 	j.jobID, j.foreground, j.cancel = jobID, true, cancel
 	qlen := s.queued // for telemetry: the queue the request found
+	dry := ""        // dry-run: what would have held the request back
 	wake, err := s.enqueueLocked(j, ts, key, now, buf[:0])
 	if err == nil {
 		wake = s.dispatchLocked(now, wake)
 		switch {
 		case s.dryRun && j.state != jobRunning:
+			dry = s.wouldWaitForLocked(j, now)
 			s.dryAdmitLocked(j, now)
 		case s.cfg.DeadlineAware && j.state != jobRunning:
 			err = s.checkDeadlineLocked(ctx, j, now)
@@ -63,7 +65,7 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 	maxWait := ts.cfg.MaxWait
 	s.mu.Unlock()
 	s.wakeAll(wake)
-	s.arrived(ctx, ts, j, key, qlen, admitted, err)
+	s.arrived(ctx, ts, j, key, qlen, dry, admitted, err)
 	switch {
 	case err != nil:
 		return nil, err

@@ -164,6 +164,16 @@ func (s *Scheduler) SetDryRun(on bool) {
 	s.wakeAll(wake)
 }
 
+// wouldWaitForLocked says what holds back j, which dispatch left queued:
+// Snapshot's BlockedBy, or "queue" when only its place in the order does
+// (no seat free, or others go first).
+func (s *Scheduler) wouldWaitForLocked(j *job, now time.Time) string {
+	if b := s.blockedByLocked(j, s.rankLocked(j, now), now); b != "" {
+		return b
+	}
+	return "queue"
+}
+
 // dryAdmitLocked seats queued job j at once although dispatch made it wait
 // (dry-run). Limits may be exceeded from here on.
 func (s *Scheduler) dryAdmitLocked(j *job, now time.Time) {

@@ -40,6 +40,7 @@ const (
 	attrQueueLen  = attribute.Key("fairseat.queue.length")
 	attrWait      = attribute.Key("fairseat.wait")
 	attrOutcome   = attribute.Key("fairseat.outcome")
+	attrDryRun    = attribute.Key("fairseat.dry_run.would_wait") // dry-run: what would have held it back
 	attrPerKey    = attribute.Key("fairseat.rejection.per_key")
 	attrFairKey   = attribute.Key("fairseat.fairness_key")
 	attrJobID     = attribute.Key("fairseat.job.id")
@@ -228,11 +229,12 @@ func (o *observer) seriesName(i int) string {
 
 // arrived is called once per Acquire, after the locked section: it records
 // an admission without wait, or a rejection at arrival. qlen is the queue
-// length the request found.
-func (s *Scheduler) arrived(ctx context.Context, t *typeState, j *job, key string, qlen int, admitted bool, err error) {
+// length the request found; dry, in dry-run mode, what would have made it
+// wait ("" if nothing).
+func (s *Scheduler) arrived(ctx context.Context, t *typeState, j *job, key string, qlen int, dry string, admitted bool, err error) {
 	switch {
 	case admitted:
-		s.obs.admittedAtOnce(ctx, j, key, qlen)
+		s.obs.admittedAtOnce(ctx, j, key, qlen, dry)
 	case err != nil:
 		s.obs.rejectedAtArrival(ctx, t, j, key, qlen, err)
 	}
@@ -240,13 +242,16 @@ func (s *Scheduler) arrived(ctx context.Context, t *typeState, j *job, key strin
 
 // admittedAtOnce is the fast path: two histogram records, and a span event
 // only when the caller's span is recording.
-func (o *observer) admittedAtOnce(ctx context.Context, j *job, key string, qlen int) {
+func (o *observer) admittedAtOnce(ctx context.Context, j *job, key string, qlen int, dry string) {
 	to := j.typ.obs
 	o.waitHist.Record(ctx, 0, to.waitOpts[resultAdmitted]...)
 	o.prioHist.Record(ctx, int64(j.eff), to.prioOpts...)
 	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
 		attrs := []attribute.KeyValue{
 			attrType.String(string(j.typ.name)), attrEffective.Int(int(j.eff)), attrQueueLen.Int(qlen),
+		}
+		if dry != "" {
+			attrs = append(attrs, attrDryRun.String(dry))
 		}
 		sp.AddEvent(eventAdmitted, trace.WithAttributes(o.identifiers(attrs, key, j.jobID)...))
 	}

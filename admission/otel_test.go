@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -645,4 +646,35 @@ func (s *Scheduler) seedCostLocked(k costKey, e *costEntry) {
 	}
 	s.costs.Add(k, e)
 	s.costAddedLocked(t, e)
+}
+
+// TestSpanDryRun: a request dry-run admitted although it would have waited
+// says on its admitted event what would have held it back.
+func TestSpanDryRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		s := newOTelScheduler(t, Config{Capacity: 2, DryRun: true}, JobTypeConfig{ConflictGroup: "git"}, JobTypeConfig{}, tel.options()...)
+		ctx, parent := tel.parent(t.Context())
+		var permits []*Permit
+		for range 3 { // the second conflicts on "repo"; the third finds no seat
+			p, err := s.Acquire(ctx, Request{Type: "fg", JobID: "repo"})
+			must(t, err)
+			permits = append(permits, p)
+		}
+		p, err := s.Acquire(ctx, Request{Type: "fg", JobID: "other"})
+		must(t, err)
+		permits = append(permits, p)
+		for _, p := range permits {
+			p.Release()
+		}
+		parent.End()
+		var got []string
+		for _, ev := range tel.sr.Ended()[0].Events() {
+			got = append(got, attrMap(ev.Attributes)[attrDryRun].AsString())
+		}
+		if want := []string{"", "conflict", "conflict", "queue"}; !slices.Equal(got, want) {
+			t.Errorf("dry-run reasons on the admitted events = %q, want %q", got, want)
+		}
+		must(t, s.Close(t.Context()))
+	})
 }
