@@ -233,8 +233,8 @@ func (s *Scheduler) call(j *job) (err error) {
 			err = fmt.Errorf("%w: %v\n%s", ErrJobPanicked, v, debug.Stack())
 		}
 	}()
-	ctx, cancel := context.WithCancel(j.ctx)
+	ctx, cancel := context.WithCancel(j.bg.ctx)
 	defer cancel()
 	defer context.AfterFunc(s.baseCtx, cancel)()
-	return j.fn(ctx)
+	return j.bg.fn(ctx)
 }

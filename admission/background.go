@@ -131,7 +131,7 @@ func (s *Scheduler) SubmitWith(ctx context.Context, t JobType, jobID string, fn 
 	if o.ttl < 0 {
 		return fmt.Errorf("%w: Submit(%q): WithTTL must be > 0, got %v", ErrInvalidConfig, t, o.ttl)
 	}
-	j := &job{jobID: foldIdentifier(jobID), fn: fn, ctx: context.WithoutCancel(ctx)}
+	j := &job{jobID: foldIdentifier(jobID), bg: &bgJob{fn: fn, ctx: context.WithoutCancel(ctx)}}
 	now := s.now()
 	var buf [8]*job
 	s.mu.Lock()
@@ -140,9 +140,9 @@ func (s *Scheduler) SubmitWith(ctx context.Context, t JobType, jobID string, fn 
 		s.mu.Unlock()
 		return err
 	}
-	j.ttl = ts.cfg.MaxWait
+	j.bg.ttl = ts.cfg.MaxWait
 	if o.ttl > 0 {
-		j.ttl = o.ttl
+		j.bg.ttl = o.ttl
 	}
 	if o.havePrio {
 		if err := s.checkPriorityLocked(ts, o.prio); err != nil {
@@ -181,7 +181,7 @@ func (s *Scheduler) submitLocked(j *job, t *typeState, key string, now time.Time
 	dk := costKey{t.name, j.jobID}
 	if t.cfg.Duplicates != Allow && !s.closing {
 		if old := s.pending[dk]; old != nil {
-			if t.cfg.Duplicates == Coalesce || j.attempts > 0 {
+			if t.cfg.Duplicates == Coalesce || j.bg.attempts > 0 {
 				// A retry never displaces a newer submission of the same job.
 				s.counters.Submitted++
 				s.counters.Coalesced++
@@ -209,11 +209,11 @@ func (s *Scheduler) submitLocked(j *job, t *typeState, key string, now time.Time
 		if t.cfg.Duplicates != Allow {
 			s.pending[dk] = j
 		}
-		if j.ttl > 0 {
-			j.expiresAt = now.Add(j.ttl)
-			j.timer = time.AfterFunc(j.ttl, func() { s.expire(j) })
+		if b := j.bg; b.ttl > 0 {
+			b.expiresAt = now.Add(b.ttl)
+			b.timer = time.AfterFunc(b.ttl, func() { s.expire(j) })
 			if !j.frozenAt.IsZero() {
-				j.timer.Stop() // arrived paused: its TTL starts when the pause lifts
+				b.timer.Stop() // arrived paused: its TTL starts when the pause lifts
 			}
 		}
 	}
@@ -236,7 +236,7 @@ func (s *Scheduler) unpendLocked(j *job) {
 func (s *Scheduler) expire(j *job) {
 	now := s.now()
 	s.mu.Lock()
-	if (j.state != jobQueued && j.state != jobParked) || !j.frozenAt.IsZero() || now.Before(j.expiresAt) {
+	if (j.state != jobQueued && j.state != jobParked) || !j.frozenAt.IsZero() || now.Before(j.bg.expiresAt) {
 		s.mu.Unlock() // ran, left, froze, or its TTL was extended since this timer fired
 		return
 	}
@@ -253,8 +253,8 @@ func (s *Scheduler) expire(j *job) {
 // error is retryable and it has attempts left, and reports whether it will.
 func (s *Scheduler) retryLocked(j *job, err error, now time.Time) bool {
 	rp := j.typ.cfg.Retry
-	j.attempts++
-	if !IsRetryable(err) || j.attempts >= rp.MaxAttempts || s.closing {
+	j.bg.attempts++
+	if !IsRetryable(err) || j.bg.attempts >= rp.MaxAttempts || s.closing {
 		return false
 	}
 	backoff := rp.Initial
@@ -265,13 +265,13 @@ func (s *Scheduler) retryLocked(j *job, err error, now time.Time) bool {
 	if ceiling == 0 {
 		ceiling = time.Minute
 	}
-	for i := 1; i < j.attempts && backoff < ceiling; i++ {
+	for i := 1; i < j.bg.attempts && backoff < ceiling; i++ {
 		backoff *= 2
 	}
 	backoff = min(backoff, ceiling)
 	s.counters.Retried++
 	s.retrying[j] = true
-	j.timer = time.AfterFunc(backoff, func() { s.requeue(j) })
+	j.bg.timer = time.AfterFunc(backoff, func() { s.requeue(j) })
 	return true
 }
 
@@ -286,7 +286,10 @@ func (s *Scheduler) requeue(j *job) {
 	}
 	delete(s.retrying, j)
 	r := *j // a fresh record: the old one may still be referenced by its finished run
-	r.state, r.idx, r.err, r.timer, r.res, r.cost, r.frozenAt, r.expiresAt = jobNew, -1, nil, nil, nil, nil, time.Time{}, time.Time{}
+	b := *j.bg
+	b.timer, b.expiresAt = nil, time.Time{}
+	r.bg = &b
+	r.state, r.idx, r.err, r.res, r.cost, r.frozenAt = jobNew, -1, nil, nil, nil, time.Time{}
 	wake, err := s.submitLocked(&r, r.typ, r.key.name, now, buf[:0])
 	s.mu.Unlock()
 	s.wakeAll(wake)

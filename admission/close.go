@@ -59,7 +59,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 	for j := range s.retrying {
 		// A retry not yet due is not attempted again: Close would otherwise
 		// wait out its backoff.
-		j.timer.Stop()
+		j.bg.timer.Stop()
 		delete(s.retrying, j)
 		s.counters.Submitted++ // the attempt counts as submitted, and dropped
 		s.counters.Dropped++

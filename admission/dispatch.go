@@ -121,7 +121,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 	if !j.ownPrio {
 		j.prio = t.cfg.Priority
 	}
-	if j.attempts == 0 { // a retry's aging clock continues from its first submission
+	if j.bg == nil || j.bg.attempts == 0 { // a retry's aging clock continues from its first submission
 		j.agingStart = now
 	}
 	j.agingAt = j.agingStart.UnixNano()
@@ -187,8 +187,8 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 	}
 	j.state = jobDone
 	j.flow = nil
-	if j.timer != nil {
-		j.timer.Stop()
+	if t := j.timer(); t != nil {
+		t.Stop()
 	}
 	s.unpendLocked(j)
 	k.unlinkJob(j)
@@ -279,8 +279,8 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
 	if !j.foreground {
 		s.wg.Add(1) // before Close can Wait: Close waits until bgRunning is 0
 		s.bgRunning++
-		if j.timer != nil {
-			j.timer.Stop()
+		if t := j.timer(); t != nil {
+			t.Stop()
 		}
 	}
 	s.counters.Admitted++

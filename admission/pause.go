@@ -219,8 +219,8 @@ func (s *Scheduler) refreezeLocked(keys []*keyState, match func(*job) bool, now 
 // freezeLocked stops j's clocks: its aging clock and its TTL.
 func (s *Scheduler) freezeLocked(j *job, now time.Time) {
 	j.frozenAt = now
-	if j.timer != nil {
-		j.timer.Stop()
+	if t := j.timer(); t != nil {
+		t.Stop()
 	}
 	if r := s.resourceLocked(j); r != nil && s.stopWaitingLocked(j, r, now) {
 		s.maybeFreeResourceLocked(r)
@@ -234,10 +234,10 @@ func (s *Scheduler) thawLocked(j *job, now time.Time) {
 	j.frozenAt = time.Time{}
 	j.agingStart = j.agingStart.Add(d)
 	j.agingAt = j.agingStart.UnixNano()
-	if !j.expiresAt.IsZero() {
-		j.expiresAt = j.expiresAt.Add(d)
-		if j.timer != nil {
-			j.timer.Reset(j.expiresAt.Sub(now))
+	if b := j.bg; b != nil && !b.expiresAt.IsZero() {
+		b.expiresAt = b.expiresAt.Add(d)
+		if b.timer != nil {
+			b.timer.Reset(b.expiresAt.Sub(now))
 		}
 	}
 }

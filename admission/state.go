@@ -44,7 +44,6 @@ type job struct {
 	agingStart time.Time // the aging clock: enqueued, moved later by the time spent paused
 	agingAt    int64     // agingStart in Unix nanoseconds: the heaps compare it cheaply
 	frozenAt   time.Time // when its type or key was paused while it was queued; zero = not frozen
-	expiresAt  time.Time // background TTL: when it expires if still queued; zero = never
 	started    time.Time // admission
 
 	// Fields below change only under Scheduler.mu.
@@ -73,43 +72,60 @@ type job struct {
 	invCost  float64 // ShortestFirst types: 1/estimated cost in seconds at arrival
 
 	foreground bool
-	fn         func(context.Context) error // background work
-	ctx        context.Context             // background: parent of fn's context (values only)
-	ttl        time.Duration               // background: time allowed in the queue; 0 = no limit
-	attempts   int                         // background: attempts that ran and failed
-	timer      *time.Timer                 // background MaxWait
-	cancel     context.CancelFunc          // RunSync and background: cancelled at Close
+	bg         *bgJob             // background jobs only: nil for requests
+	cancel     context.CancelFunc // RunSync and background: cancelled at Close
+}
+
+// bgJob is what only background jobs carry, kept out of job so that the
+// records of queued requests, the bulk of a large queue, stay small.
+type bgJob struct {
+	fn        func(context.Context) error // the work
+	ctx       context.Context             // parent of fn's context (values only)
+	ttl       time.Duration               // time allowed in the queue; 0 = no limit
+	expiresAt time.Time                   // when it expires if still queued; zero = never
+	attempts  int                         // attempts that ran and failed
+	timer     *time.Timer                 // TTL expiry while queued, retry backoff after a failure
+}
+
+// timer is j's background timer, or nil.
+func (j *job) timer() *time.Timer {
+	if j.bg == nil {
+		return nil
+	}
+	return j.bg.timer
 }
 
 func jobIndex(j *job) *int { return &j.idx }
 
 // jobKey orders the queued jobs of one flow: by age (aging start, then
 // arrival) for FIFO types; for ShortestFirst types by Smith's rule with
-// aging first (see Order).
+// aging (see jobOrderKey).
 type jobKey struct {
-	ord float64 // 0 for FIFO types
-	at  int64   // agingAt
+	at  int64 // agingAt, or for ShortestFirst the virtual start below
 	seq uint64
 }
 
-func jobAgeKey(j *job) jobKey { return jobKey{0, j.agingAt, j.seq} }
+func jobAgeKey(j *job) jobKey { return jobKey{j.agingAt, j.seq} }
 
 // jobOrderKey is j's place in its flow. Smith's rule with aging prefers the
 // job with the highest 1/r + a·wait (r its estimated cost in seconds, wait
-// its age in seconds); since wait = now - start for every job, that order is
-// the order of a·start - 1/r, lowest first, which does not change with time.
+// its age in seconds); since wait = now - start for every job, that is the
+// order of start - 1/(a·r), lowest first, which does not change with time:
+// a job's priority is that of a FIFO job that arrived 1/(a·r) seconds
+// earlier. One int64 then serves both orders.
 func jobOrderKey(j *job) jobKey {
 	k := jobAgeKey(j)
 	if a := j.typ.smithA; a > 0 {
-		k.ord = a*float64(j.agingAt)/1e9 - j.invCost
+		k.at -= int64(min(j.invCost/a, maxSmithShift) * 1e9)
 	}
 	return k
 }
 
+// maxSmithShift bounds 1/(a·r) in seconds (about 95 years), so that a tiny
+// OrderAging cannot overflow the int64 key.
+const maxSmithShift = 3e9
+
 func lessJobKey(a, b *jobKey) bool {
-	if a.ord != b.ord {
-		return a.ord < b.ord
-	}
 	if a.at != b.at {
 		return a.at < b.at
 	}
