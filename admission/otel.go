@@ -297,14 +297,16 @@ func (s *Scheduler) startWait(ctx context.Context, j *job, key string, qlen int)
 // rejection happened before the waiter was woken, a cancellation in the
 // waiter's own locked section.
 func (s *Scheduler) endWait(ctx context.Context, sp trace.Span, j *job, err error) {
-	now := s.now()
 	r := resultOf(err)
 	to := j.typ.obs
-	wait := now.Sub(j.enqueued)
+	var now time.Time // read only when needed: an admission knows its instant
 	if r == resultAdmitted {
-		wait = j.started.Sub(j.enqueued)
+		now = j.started
 		s.obs.prioHist.Record(ctx, int64(j.eff), to.prioOpts...)
+	} else {
+		now = s.now()
 	}
+	wait := now.Sub(j.enqueued)
 	s.obs.waitHist.Record(ctx, wait.Seconds(), to.waitOpts[r]...)
 	if !sp.IsRecording() {
 		sp.End()
