@@ -480,7 +480,7 @@ func (s *Scheduler) checkDeadlineLocked(ctx context.Context, j *job, now time.Ti
 	if !ok {
 		return nil
 	}
-	ahead := j.flow.jobs.Len() - 1 + j.flow.parked
+	ahead := j.flow.jobs.Len() - 1 + int(j.flow.parked)
 	for _, t := range s.tiers {
 		if t.prio > j.prio {
 			ahead += t.queued

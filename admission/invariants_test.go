@@ -167,7 +167,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		}
 		queued += n
 		for _, f := range k.flows {
-			if f.key != k || f.jobs.Len()+f.parked == 0 || perFlow[f] != f.jobs.Len()+f.parked {
+			if f.key != k || f.jobs.Len()+int(f.parked) == 0 || perFlow[f] != f.jobs.Len()+int(f.parked) {
 				return fmt.Errorf("key %q flow %q: %d ready + %d parked, %d listed", name, f.typ.name, f.jobs.Len(), f.parked, perFlow[f])
 			}
 			if i := f.jobs.verify(); i >= 0 {

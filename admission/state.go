@@ -32,12 +32,11 @@ type Permit struct {
 
 // job is one request or background job, from arrival until it ends.
 type job struct {
-	typ     *typeState
-	key     *keyState
-	flow    *flow    // set while queued or parked
-	jobID   string   // folded to MaxIdentifierLen
-	prio    Priority // base priority: the type's, or SubmitWith's override
-	ownPrio bool     // prio is an override: enqueue keeps it
+	typ   *typeState
+	key   *keyState
+	flow  *flow    // set while queued or parked
+	jobID string   // folded to MaxIdentifierLen
+	prio  Priority // base priority: the type's, or SubmitWith's override
 
 	seq        uint64    // arrival order; breaks every tie
 	enqueued   time.Time // arrival
@@ -47,14 +46,20 @@ type job struct {
 	started    time.Time // admission
 
 	// Fields below change only under Scheduler.mu.
-	state    jobState
-	idx      int        // position in the heap holding it (flow, waiters or running)
+	idx int // position in the heap holding it (flow, waiters or running)
+	// The flags share one word.
+	state      jobState
+	urgent     bool // at admission
+	ownPrio    bool // prio is an override: enqueue keeps it
+	waiting    bool // the caller waits on ready
+	xwaiting   bool // an exclusive job parked on its resource that has not started, left or frozen since: it holds new shared jobs back
+	foreground bool
+
 	est      float64    // seconds charged at admission
 	cost     *costEntry // learned estimate of (type, job ID) found at admission, or nil
 	res      *resource  // conflict-table entry held while running, or nil
 	startTag float64    // S_j = V_k at admission
 	eff      Priority
-	urgent   bool
 	promoted int    // aging promotions at admission
 	gen      uint32 // bumped when the record is reused
 	prev     *job   // key's queued jobs, arrival order
@@ -65,15 +70,10 @@ type job struct {
 	// allocates no channel; waiting says whether the caller is parked on it
 	// (only then is a token sent, so none is ever left stale).
 	ready   chan struct{}
-	waiting bool
-	// xwaiting: an exclusive job that was parked on its resource and has not
-	// started, left or frozen since; it holds new shared jobs back.
-	xwaiting bool
-	invCost  float64 // ShortestFirst types: 1/estimated cost in seconds at arrival
+	invCost float64 // ShortestFirst types: 1/estimated cost in seconds at arrival
 
-	foreground bool
-	bg         *bgJob             // background jobs only: nil for requests
-	cancel     context.CancelFunc // RunSync and background: cancelled at Close
+	bg     *bgJob             // background jobs only: nil for requests
+	cancel context.CancelFunc // RunSync and background: cancelled at Close
 }
 
 // bgJob is what only background jobs carry, kept out of job so that the
@@ -171,15 +171,17 @@ func newRunHeap() keyedHeap[runKey, *job] {
 //   - promoIdx >= 0 (the flow is in Scheduler.promos) iff typIdx >= 0 and
 //     promoAt is not zero.
 type flow struct {
-	key    *keyState
-	typ    *typeState
-	prio   Priority // base priority of all its jobs
-	jobs   jobHeap
-	parked int
+	key  *keyState
+	typ  *typeState
+	prio Priority // base priority of all its jobs
+	jobs jobHeap
 
 	typIdx   int
 	promoIdx int
 
+	// parked is int32 so that it and urgent share a word and a flow stays
+	// within two cache lines (128 bytes); a queue never holds 2^31 jobs.
+	parked  int32
 	urgent  bool
 	eff     Priority
 	promoAt time.Time // next instant the head's rank changes; zero = never
