@@ -224,7 +224,7 @@ func (s *Scheduler) emitAdmittedLocked(j *job, now time.Time) {
 
 func (s *Scheduler) emitAdmittedSlowLocked(j *job, now time.Time) {
 	e := s.jobEvent(EventAged, j, now)
-	e.BasePriority, e.EffectivePriority, e.Promotions = j.typ.cfg.Priority, j.eff, j.promoted
+	e.BasePriority, e.EffectivePriority, e.Promotions = j.prio, j.eff, j.promoted
 	if j.promoted > 0 {
 		s.emitLocked(e)
 	}

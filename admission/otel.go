@@ -283,7 +283,7 @@ func (s *Scheduler) startWait(ctx context.Context, j *job, key string, qlen int)
 		return noSpan
 	}
 	attrs := []attribute.KeyValue{
-		attrType.String(string(j.typ.name)), attrBase.Int(int(j.typ.cfg.Priority)), attrQueueLen.Int(qlen),
+		attrType.String(string(j.typ.name)), attrBase.Int(int(j.prio)), attrQueueLen.Int(qlen),
 	}
 	_, sp := s.obs.tracer.Start(ctx, spanWait,
 		trace.WithSpanKind(trace.SpanKindInternal),
