@@ -176,7 +176,8 @@ func (s *Scheduler) checkPriorityLocked(t *typeState, p Priority) error {
 
 // submitLocked queues background job j (new, or a retry whose aging clock
 // continues) under key, applying the type's duplicate policy, and
-// dispatches.
+// dispatches; a job still waiting then enters the duplicate index and
+// starts its TTL.
 func (s *Scheduler) submitLocked(j *job, t *typeState, key string, now time.Time, wake []*job) ([]*job, error) {
 	dk := costKey{t.name, j.jobID}
 	if t.cfg.Duplicates != Allow && !s.closing {
@@ -205,7 +206,8 @@ func (s *Scheduler) submitLocked(j *job, t *typeState, key string, now time.Time
 		s.dryAdmitLocked(j, now)
 		wake = append(wake, j)
 	}
-	if j.state == jobQueued || j.state == jobParked {
+	wake = s.dispatchLocked(now, wake)
+	if j.state == jobQueued || j.state == jobParked { // it waits: index it, start its TTL
 		if t.cfg.Duplicates != Allow {
 			s.pending[dk] = j
 		}
@@ -217,7 +219,7 @@ func (s *Scheduler) submitLocked(j *job, t *typeState, key string, now time.Time
 			}
 		}
 	}
-	return s.dispatchLocked(now, wake), nil
+	return wake, nil
 }
 
 // unpendLocked takes a background job that leaves the queue out of the

@@ -150,7 +150,7 @@ func (s *Scheduler) SetDryRun(on bool) {
 	s.mu.Lock()
 	s.dryRun = on
 	if on {
-		for _, k := range s.queuedKeysLocked() {
+		for _, k := range s.activeKeysLocked() {
 			for j := k.head; j != nil; {
 				next := j.next
 				s.dryAdmitLocked(j, now)

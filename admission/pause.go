@@ -24,41 +24,33 @@ func (s *Scheduler) Pause(t JobType, d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("%w: Pause(%q): duration must be >= 0, got %v", ErrInvalidConfig, t, d)
 	}
-	now := s.now()
-	var buf [8]*job
-	s.mu.Lock()
-	ts, err := s.typeLocked(t)
-	if err == nil && s.closing {
-		err = ErrClosed
-	}
-	if err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	p := s.pauseTypeLocked(ts, now)
-	if d > 0 {
-		p.until = now.Add(d)
-		p.timer = time.AfterFunc(d, func() { s.lift(func() bool { return ts.pause == p }, func() { s.resumeTypeLocked(ts, s.now()) }) })
-	}
-	// A paused exclusive job stops holding shared ones back: they may start.
-	wake := s.dispatchLocked(now, buf[:0])
-	s.mu.Unlock()
-	s.wakeAll(wake)
-	return nil
+	// reconfigure dispatches: a paused exclusive job stops holding shared
+	// ones back, and they may start.
+	return s.reconfigure(func(now time.Time) error {
+		ts, err := s.typeLocked(t)
+		if err != nil {
+			return err
+		}
+		if s.closing {
+			return ErrClosed
+		}
+		p := s.pauseTypeLocked(ts, now)
+		s.armPause(p, d, now, func() bool { return ts.pause == p }, func(now time.Time) { s.resumeTypeLocked(ts, now) })
+		return nil
+	})
 }
 
 // Resume lifts a pause of type t; the type's queued jobs compete for the next
 // seat that opens (dispatch runs at once). Resuming a type that is not paused
 // does nothing. It fails with an error wrapping ErrUnknownJobType.
 func (s *Scheduler) Resume(t JobType) error {
-	s.mu.Lock()
-	ts, err := s.typeLocked(t)
-	s.mu.Unlock()
-	if err != nil {
+	return s.reconfigure(func(now time.Time) error {
+		ts, err := s.typeLocked(t)
+		if err == nil && ts.paused {
+			s.resumeTypeLocked(ts, now)
+		}
 		return err
-	}
-	s.lift(func() bool { return ts.paused }, func() { s.resumeTypeLocked(ts, s.now()) })
-	return nil
+	})
 }
 
 // pauseTypeLocked pauses ts (again) until Resume and returns its new pause,
@@ -68,7 +60,7 @@ func (s *Scheduler) pauseTypeLocked(ts *typeState, now time.Time) *pause {
 	ts.pause = &pause{}
 	if !ts.paused {
 		ts.paused = true
-		s.refreezeLocked(s.queuedKeysLocked(), func(j *job) bool { return j.typ == ts }, now)
+		s.refreezeLocked(s.activeKeysLocked(), func(j *job) bool { return j.typ == ts }, now)
 	}
 	return ts.pause
 }
@@ -77,7 +69,7 @@ func (s *Scheduler) resumeTypeLocked(ts *typeState, now time.Time) {
 	ts.pause.stop()
 	ts.pause = nil
 	ts.paused = false
-	s.refreezeLocked(s.queuedKeysLocked(), func(j *job) bool { return j.typ == ts }, now)
+	s.refreezeLocked(s.activeKeysLocked(), func(j *job) bool { return j.typ == ts }, now)
 }
 
 // PauseKey stops admitting work of one fairness key, as Pause does for a
@@ -93,31 +85,26 @@ func (s *Scheduler) PauseKey(key string, d time.Duration) error {
 		return fmt.Errorf("%w: PauseKey: duration must be >= 0, got %v", ErrInvalidConfig, d)
 	}
 	name := foldIdentifier(key)
-	now := s.now()
-	var buf [8]*job
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		return ErrClosed
-	}
-	p := s.pauseKeyLocked(name, now)
-	if d > 0 {
-		p.until = now.Add(d)
-		p.timer = time.AfterFunc(d, func() {
-			s.lift(func() bool { return s.pausedKeys[name] == p }, func() { s.resumeKeyLocked(name, s.now()) })
-		})
-	}
-	wake := s.dispatchLocked(now, buf[:0])
-	s.mu.Unlock()
-	s.wakeAll(wake)
-	return nil
+	return s.reconfigure(func(now time.Time) error {
+		if s.closing {
+			return ErrClosed
+		}
+		p := s.pauseKeyLocked(name, now)
+		s.armPause(p, d, now, func() bool { return s.pausedKeys[name] == p }, func(now time.Time) { s.resumeKeyLocked(name, now) })
+		return nil
+	})
 }
 
 // ResumeKey lifts a pause of a fairness key; resuming a key that is not
 // paused does nothing.
 func (s *Scheduler) ResumeKey(key string) {
 	name := foldIdentifier(key)
-	s.lift(func() bool { return s.pausedKeys[name] != nil }, func() { s.resumeKeyLocked(name, s.now()) })
+	_ = s.reconfigure(func(now time.Time) error {
+		if s.pausedKeys[name] != nil {
+			s.resumeKeyLocked(name, now)
+		}
+		return nil
+	})
 }
 
 // pauseKeyLocked pauses key name (again) until ResumeKey and returns its
@@ -147,20 +134,22 @@ func (s *Scheduler) resumeKeyLocked(name string, now time.Time) {
 	s.refreezeLocked([]*keyState{k}, nil, now)
 }
 
-// lift runs resume under the lock if cond still holds (a deadline's timer
-// may fire after the pause was replaced or lifted), then dispatches.
-func (s *Scheduler) lift(cond func() bool, resume func()) {
-	now := s.now()
-	var buf [8]*job
-	s.mu.Lock()
-	if !cond() {
-		s.mu.Unlock()
+// armPause makes p lift by itself after d, if d > 0: resume runs then, and
+// dispatch after it, unless current says p was replaced or lifted since
+// (the timer may fire just after).
+func (s *Scheduler) armPause(p *pause, d time.Duration, now time.Time, current func() bool, resume func(now time.Time)) {
+	if d <= 0 {
 		return
 	}
-	resume()
-	wake := s.dispatchLocked(now, buf[:0])
-	s.mu.Unlock()
-	s.wakeAll(wake)
+	p.until = now.Add(d)
+	p.timer = time.AfterFunc(d, func() {
+		_ = s.reconfigure(func(now time.Time) error {
+			if current() {
+				resume(now)
+			}
+			return nil
+		})
+	})
 }
 
 func (p *pause) stop() {
@@ -169,14 +158,6 @@ func (p *pause) stop() {
 	}
 }
 
-// queuedKeysLocked returns the keys with queued or parked jobs.
-func (s *Scheduler) queuedKeysLocked() []*keyState {
-	ks := make([]*keyState, 0, s.longest.Len())
-	for _, slot := range s.longest.s {
-		ks = append(ks, slot.v)
-	}
-	return ks
-}
 
 // refreezeLocked brings the queued jobs of keys (those match accepts, or
 // all when match is nil) to the frozen state their type and key call for,

@@ -248,15 +248,13 @@ func (s *Scheduler) queueOrderLocked(keys []*keyState, now time.Time) []QueuedSn
 // conflictHoldsLocked reports whether j's resource would not admit it now.
 func (s *Scheduler) conflictHoldsLocked(j *job, now time.Time) bool {
 	r := s.resourceLocked(j)
-	switch {
-	case r == nil:
+	if r == nil {
 		return false
-	case j.typ.cfg.Access == Exclusive || r.excl > 0 || r.xwait == 0:
-		return !r.open(j.typ.cfg.Access)
-	case j.flow.jobs.Len() > 0 && j.flow.jobs.Top() == j:
-		return !s.admitsLocked(r, j, now)
 	}
-	return false // a shared job behind its flow's head: its head is what waits
+	if j.typ.cfg.Access == Shared && r.excl == 0 && r.xwait > 0 && j.flow.jobs.Top() != j {
+		return false // a shared job behind its flow's head: its head is what meets the waiting writers
+	}
+	return !s.admitsLocked(r, j, now)
 }
 
 func (s *Scheduler) blockedByLocked(j *job, r rank, now time.Time) string {
