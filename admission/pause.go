@@ -158,7 +158,6 @@ func (p *pause) stop() {
 	}
 }
 
-
 // refreezeLocked brings the queued jobs of keys (those match accepts, or
 // all when match is nil) to the frozen state their type and key call for,
 // then restores every ordering their clocks take part in: the heaps of their
