@@ -131,10 +131,10 @@ func (s *Scheduler) stop(cause error) error {
 }
 
 // activeKeysLocked returns the active keys — those with queued jobs (all in
-// the longest-queue heap) and those with running jobs — in a stable order
-// (by name), so that Close acts on queued work deterministically.
+// Scheduler.lengths) and those with running jobs — in a stable order (by
+// name), so that Close acts on queued work deterministically.
 func (s *Scheduler) activeKeysLocked() []*keyState {
-	seen := make(map[*keyState]bool, s.longest.Len())
+	seen := make(map[*keyState]bool, s.lengths.len())
 	var ks []*keyState
 	add := func(k *keyState) {
 		if !seen[k] {
@@ -142,9 +142,7 @@ func (s *Scheduler) activeKeysLocked() []*keyState {
 			ks = append(ks, k)
 		}
 	}
-	for _, slot := range s.longest.s {
-		add(slot.v)
-	}
+	s.lengths.each(add)
 	for _, slot := range s.running.s {
 		add(slot.v.key)
 	}

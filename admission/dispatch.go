@@ -93,7 +93,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 	if s.queued >= s.cfg.MaxQueue {
 		// Fair push-out: the longest queue gives up its newest job to a key
 		// with fewer queued; otherwise the arrival itself is turned away.
-		long := s.longest.Top()
+		long := s.lengths.longest()
 		if long.queued <= queuedByKey {
 			s.counters.RejectedQueueFull++
 			s.emitRejectedLocked(j, t, key, ErrQueueFull, true, now)
@@ -428,18 +428,8 @@ func (s *Scheduler) freeFlowLocked(f *flow) {
 	s.freeFlows.put(f)
 }
 
-// queuedChangedLocked keeps k's place in the longest-queue heap.
-func (s *Scheduler) queuedChangedLocked(k *keyState) {
-	switch {
-	case k.queued == 0 && k.longIdx >= 0:
-		s.longest.Remove(k.longIdx)
-	case k.queued == 0:
-	case k.longIdx >= 0:
-		s.longest.Fix(k.longIdx)
-	default:
-		s.longest.Push(k)
-	}
-}
+// queuedChangedLocked records k's new queued count for push-out.
+func (s *Scheduler) queuedChangedLocked(k *keyState) { s.lengths.update(k) }
 
 // backgroundChangedLocked signals Close when the last background job is gone.
 func (s *Scheduler) backgroundChangedLocked() {

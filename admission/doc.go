@@ -197,7 +197,11 @@
 // When the whole queue is full, an arrival from a key with fewer queued jobs
 // than the longest key pushes out that key's newest queued job (which fails
 // with [ErrQueueFull]); otherwise the arrival fails with ErrQueueFull. A
-// flooding client can never lock a light client out of the queue.
+// flooding client can never lock a light client out of the queue. When
+// several keys share the longest length (DESIGN leaves the choice open),
+// the one that reached it last gives way: a key that just grew is the one
+// flooding. The keys are bucketed by queued count (queueLengths), so
+// finding the longest costs O(1) and a change touches only its own key.
 //
 // With Config.DeadlineAware, a request that has to wait and whose context
 // deadline ends before the earliest time it could start fails at once with

@@ -26,8 +26,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	if i := s.promos.verify(); i >= 0 {
 		return fmt.Errorf("promotion heap broken at %d", i)
 	}
-	if i := s.longest.verify(); i >= 0 {
-		return fmt.Errorf("longest-key heap broken at %d", i)
+	if err := s.lengths.verify(); err != nil {
+		return err
 	}
 	if s.inUse != s.running.Len() || (s.inUse > s.cfg.Capacity && !s.overSeated) {
 		return fmt.Errorf("inUse %d, running %d, capacity %d", s.inUse, s.running.Len(), s.cfg.Capacity)
@@ -136,8 +136,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if want := k.policy.MaxInFlight > 0 && k.running >= k.policy.MaxInFlight; k.capped != want {
 			return fmt.Errorf("key %q: capped %v, want %v", name, k.capped, want)
 		}
-		if (k.longIdx >= 0) != (k.queued > 0) {
-			return fmt.Errorf("key %q: longIdx %d with %d queued", name, k.longIdx, k.queued)
+		if k.lenQ != k.queued || (k.lenStamp != 0) != (k.queued > 0) {
+			return fmt.Errorf("key %q: queue lengths record %d queued (stamp %d), has %d", name, k.lenQ, k.lenStamp, k.queued)
 		}
 		n := 0
 		perFlow := map[*flow]int{}
@@ -284,4 +284,32 @@ func (s *Scheduler) dumpLocked() string {
 		}
 	}
 	return out
+}
+
+// verify checks the invariants written on queueLengths.
+func (q *queueLengths) verify() error {
+	keys, top := 0, 0
+	for c, b := range q.buckets {
+		live := 0
+		for _, e := range b.entries {
+			if !e.live() {
+				continue
+			}
+			live++
+			if c == 0 || e.k.lenQ != c || e.k.queued != c {
+				return fmt.Errorf("queue lengths: key %q (%d queued, recorded %d) live in bucket %d", e.k.name, e.k.queued, e.k.lenQ, c)
+			}
+		}
+		if live != b.n {
+			return fmt.Errorf("queue lengths: bucket %d counts %d keys, holds %d live entries", c, b.n, live)
+		}
+		if live > 0 {
+			top = c
+		}
+		keys += live
+	}
+	if top != q.max || keys != q.keys {
+		return fmt.Errorf("queue lengths: max %d (want %d), keys %d (want %d)", q.max, top, q.keys, keys)
+	}
+	return nil
 }

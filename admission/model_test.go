@@ -29,8 +29,10 @@ import (
 //   - Push-out (DESIGN §5): the per-key MaxQueued bound is checked first (an
 //     arrival over its own key's bound is turned away and pushes nobody out).
 //     "Queued" counts jobs waiting in any way (also those held back by a
-//     conflict), never running ones. Among several longest keys the one with
-//     the lowest name gives up its job; "newest" is the latest arrival.
+//     conflict), never running ones. Among several longest keys the one
+//     that reached that length last gives up its job (lenStamp: each change
+//     of a key's pending count to a non-zero count stamps the key, in the
+//     order the scheduler makes them); "newest" is the latest arrival.
 //   - Idle key state and cost estimates expire lazily (DESIGN §2): a key idle
 //     for more than KeyTTL returns at V_sys like a new key; an estimate last
 //     updated more than CostTTL ago is replaced by DefaultCost. Strictly more
@@ -131,6 +133,9 @@ type model struct {
 	vsys    float64
 	seq     uint64
 
+	lenStamp map[string]uint64 // when the key's pending count last changed
+	lenSeq   uint64
+
 	pausedTypes map[JobType]bool
 	pausedKeys  map[string]bool
 }
@@ -149,6 +154,7 @@ func newModel(cfg Config, types map[JobType]JobTypeConfig) *model {
 		jobs:       map[int]*mJob{},
 		keys:       map[string]*mKey{},
 		costs:      map[mCostKey]*mCost{},
+		lenStamp:   map[string]uint64{},
 
 		pausedTypes: map[JobType]bool{},
 		pausedKeys:  map[string]bool{},
@@ -435,7 +441,7 @@ func (m *model) arrive(id int, typ JobType, key, jobID string, now time.Time) (e
 		longest, n := "", -1
 		for _, j := range m.pending {
 			c := m.pendingOf(j.key)
-			if c > n || c == n && j.key < longest {
+			if c > n || c == n && m.lenStamp[j.key] > m.lenStamp[longest] {
 				longest, n = j.key, c
 			}
 		}
@@ -449,6 +455,7 @@ func (m *model) arrive(id int, typ JobType, key, jobID string, now time.Time) (e
 			}
 		}
 		m.pending = remove(m.pending, victim)
+		m.lengthChanged(victim.key)
 		victim.state = mDone
 		m.maybeIdle(victim.key, now)
 		events = append(events, mEvent{Kind: "pushout", ID: victim.id})
@@ -461,6 +468,7 @@ func (m *model) arrive(id int, typ JobType, key, jobID string, now time.Time) (e
 	}
 	m.jobs[id] = j
 	m.pending = append(m.pending, j)
+	m.lengthChanged(key)
 	return events, false
 }
 
@@ -491,6 +499,7 @@ func (m *model) admit(j *mJob, now time.Time) {
 	j.tag = k.v
 	k.v += j.est / m.weight(j.key)
 	m.pending = remove(m.pending, j)
+	m.lengthChanged(j.key)
 	m.running = append(m.running, j)
 	j.state = mRunning
 	m.advanceVsys()
@@ -522,8 +531,18 @@ func (m *model) cancel(id int, now time.Time) {
 		panic("model: cancel of a job that is not queued")
 	}
 	m.pending = remove(m.pending, j)
+	m.lengthChanged(j.key)
 	j.state = mDone
 	m.maybeIdle(j.key, now)
+}
+
+// lengthChanged stamps key after its pending count changed, if it has
+// pending jobs (the push-out tie-break).
+func (m *model) lengthChanged(key string) {
+	if m.pendingOf(key) > 0 {
+		m.lenSeq++
+		m.lenStamp[key] = m.lenSeq
+	}
 }
 
 // order returns every pending job in dispatch order at now, admissible or

@@ -53,7 +53,7 @@ type Scheduler struct {
 	resources   map[resKey]*resource                // held, waited-on or idle resources
 	running     keyedHeap[runKey, *job]             // running jobs by start tag (V_sys)
 	promos      keyedHeap[promoKey, *flow]          // flows by next promotion instant
-	longest     keyedHeap[longKey, *keyState]       // keys with queued jobs, longest first
+	lengths     queueLengths                        // keys with queued jobs, by count (push-out)
 	freeFlows   freeList[flow]                      // recycled flows, no jobs
 	freeRes     freeList[resource]                  // recycled conflict entries, no holder or waiter
 	freeJobs    freeList[job]                       // records of released foreground permits
@@ -102,7 +102,6 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		resources:   make(map[resKey]*resource),
 		running:     newRunHeap(),
 		promos:      newPromoHeap(),
-		longest:     newLongestHeap(),
 		freeFlows:   freeList[flow]{max: maxFree},
 		freeRes:     freeList[resource]{max: maxFree},
 		freeJobs:    freeList[job]{max: maxFree},
@@ -263,7 +262,7 @@ func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now time.Time) *keyS
 	case k == nil:
 		s.expireKeysLocked(now)
 		p := s.policyFor(name)
-		k = &keyState{name: name, policy: p, w: s.weightFor(name, p), v: s.vsys, longIdx: -1}
+		k = &keyState{name: name, policy: p, w: s.weightFor(name, p), v: s.vsys}
 		if len(s.pausedKeys) > 0 {
 			k.paused = s.pausedKeys[name] != nil
 		}

@@ -220,7 +220,7 @@ func newPromoHeap() keyedHeap[promoKey, *flow] {
 //     a held key (capped or paused) has its flows in no type heap.
 //   - paused iff the key is in Scheduler.pausedKeys; then its queued jobs
 //     are frozen (job.frozenAt set).
-//   - longIdx >= 0 (in Scheduler.longest) iff queued > 0.
+//   - lenQ and lenStamp are queueLengths' record of queued (see there).
 type keyState struct {
 	name   string
 	policy KeyPolicy
@@ -235,7 +235,8 @@ type keyState struct {
 	capped    bool
 	paused    bool
 	idleSince time.Time
-	longIdx   int
+	lenQ      int    // queued, as Scheduler.lengths last saw it
+	lenStamp  uint64 // stamp of the live entry in Scheduler.lengths; 0 = none
 }
 
 func (k *keyState) belowMin() bool { return k.running < k.policy.MinSeats }
@@ -277,25 +278,6 @@ func (k *keyState) unlinkJob(j *job) {
 	}
 	j.prev, j.next = nil, nil
 	k.queued--
-}
-
-// longKey orders keys by queued jobs, longest first, then by name.
-type longKey struct {
-	queued int
-	name   string
-}
-
-func newLongestHeap() keyedHeap[longKey, *keyState] {
-	return keyedHeap[longKey, *keyState]{
-		key: func(k *keyState) longKey { return longKey{k.queued, k.name} },
-		less: func(a, b *longKey) bool {
-			if a.queued != b.queued {
-				return a.queued > b.queued
-			}
-			return a.name < b.name
-		},
-		index: func(k *keyState) *int { return &k.longIdx },
-	}
 }
 
 // typeState is one registered job type.
