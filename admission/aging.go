@@ -8,20 +8,22 @@ const NoStarvationBound time.Duration = -1
 
 // rank is a queued job's place in the priority order at one instant.
 type rank struct {
-	eff      Priority  // effective priority
-	urgent   bool      // aged >= Urgent
-	promoted int       // promotions so far
-	next     time.Time // next instant the rank changes; zero = never
+	eff      Priority // effective priority
+	urgent   bool     // aged >= Urgent
+	promoted int      // promotions so far
+	next     int64    // next instant the rank changes, Unix nanoseconds; 0 = never
 }
 
 // rankAt computes the rank at now of a job of base priority base whose aging
-// clock started at start (see the package doc for the formulas).
-func rankAt(a *AgingConfig, base Priority, start, now time.Time) rank {
+// clock started at start (see the package doc for the formulas). Instants
+// are Unix nanoseconds of the scheduler's clock readings (Scheduler.now),
+// which it derives from the monotonic clock, so differences are exact.
+func rankAt(a *AgingConfig, base Priority, start, now int64) rank {
 	if a == nil {
 		return rank{eff: base}
 	}
 	p := 0
-	if wait := now.Sub(start); wait >= a.Grace {
+	if wait := time.Duration(now - start); wait >= a.Grace {
 		p = int((wait - a.Grace) / a.Interval)
 	}
 	aged := base + a.Step*Priority(p)
@@ -40,9 +42,9 @@ func rankAt(a *AgingConfig, base Priority, start, now time.Time) rank {
 		// capped and never urgent: the rank is final
 	case a.Max > 0 && aged >= a.Max:
 		// capped: the next change is urgency
-		r.next = start.Add(a.Grace + time.Duration(promotionsTo(a, base, a.Urgent))*a.Interval)
+		r.next = start + int64(a.Grace+time.Duration(promotionsTo(a, base, a.Urgent))*a.Interval)
 	default:
-		r.next = start.Add(a.Grace + time.Duration(p+1)*a.Interval)
+		r.next = start + int64(a.Grace+time.Duration(p+1)*a.Interval)
 	}
 	return r
 }
@@ -52,11 +54,28 @@ func rankAt(a *AgingConfig, base Priority, start, now time.Time) rank {
 // thaws: its aging clock stands still.
 func (s *Scheduler) rankLocked(j *job, now time.Time) rank {
 	if !j.frozenAt.IsZero() {
-		r := rankAt(j.typ.aging, j.prio, j.agingStart, j.frozenAt)
-		r.next = time.Time{}
+		r := rankAt(j.typ.aging, j.prio, j.agingAt, j.frozenAt.UnixNano())
+		r.next = 0
 		return r
 	}
-	return rankAt(j.typ.aging, j.prio, j.agingStart, now)
+	return rankAt(j.typ.aging, j.prio, j.agingAt, now.UnixNano())
+}
+
+// headRankLocked is the rank at now of f's best job. It is computed from
+// the flow and the job's order key alone whenever it can be: a flow's jobs
+// share their type and base priority, a FIFO flow's order key is its
+// head's aging start, and a queued job is frozen exactly while its type or
+// key is paused. So ranking a flow reads no job record, except the head of
+// a ShortestFirst flow or of a paused one.
+func (s *Scheduler) headRankLocked(f *flow, now time.Time) rank {
+	a := f.typ.aging
+	switch {
+	case a == nil:
+		return rank{eff: f.prio}
+	case f.typ.smithA > 0 || f.typ.paused || f.key.paused:
+		return s.rankLocked(f.jobs.Top(), now)
+	}
+	return rankAt(a, f.prio, f.jobs.topKey().at, now.UnixNano())
 }
 
 // promotionsTo is n = ceil((target - base)/Step), the promotions a job of

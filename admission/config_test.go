@@ -105,26 +105,26 @@ func TestStarvationBound(t *testing.T) {
 
 // TestRankAt pins the aging formulas of DESIGN §4 at their boundaries.
 func TestRankAt(t *testing.T) {
-	t0 := time.Unix(1000, 0)
+	t0 := time.Unix(1000, 0).UnixNano()
 	a := &AgingConfig{Grace: 10 * time.Second, Interval: 5 * time.Second, Step: 2, Max: 16, Urgent: 20}
 	for _, tc := range []struct {
 		wait time.Duration
 		want rank
 	}{
-		{0, rank{eff: 10, next: t0.Add(15 * time.Second)}},
-		{10 * time.Second, rank{eff: 10, next: t0.Add(15 * time.Second)}}, // grace over, no promotion yet
-		{15 * time.Second, rank{eff: 12, promoted: 1, next: t0.Add(20 * time.Second)}},
-		{24 * time.Second, rank{eff: 14, promoted: 2, next: t0.Add(25 * time.Second)}},
+		{0, rank{eff: 10, next: t0 + int64(15*time.Second)}},
+		{10 * time.Second, rank{eff: 10, next: t0 + int64(15*time.Second)}}, // grace over, no promotion yet
+		{15 * time.Second, rank{eff: 12, promoted: 1, next: t0 + int64(20*time.Second)}},
+		{24 * time.Second, rank{eff: 14, promoted: 2, next: t0 + int64(25*time.Second)}},
 		// aged 16 reaches Max: the next change is urgency at ceil((20-10)/2)=5 promotions.
-		{25 * time.Second, rank{eff: 16, promoted: 3, next: t0.Add(35 * time.Second)}},
-		{34 * time.Second, rank{eff: 16, promoted: 4, next: t0.Add(35 * time.Second)}},
+		{25 * time.Second, rank{eff: 16, promoted: 3, next: t0 + int64(35*time.Second)}},
+		{34 * time.Second, rank{eff: 16, promoted: 4, next: t0 + int64(35*time.Second)}},
 		{35 * time.Second, rank{eff: 16, promoted: 5, urgent: true}},
 	} {
-		if got := rankAt(a, 10, t0, t0.Add(tc.wait)); got != tc.want {
+		if got := rankAt(a, 10, t0, t0+int64(tc.wait)); got != tc.want {
 			t.Errorf("wait %v: rank = %+v, want %+v", tc.wait, got, tc.want)
 		}
 	}
-	if got := rankAt(nil, 7, t0, t0.Add(time.Hour)); got != (rank{eff: 7}) {
+	if got := rankAt(nil, 7, t0, t0+int64(time.Hour)); got != (rank{eff: 7}) {
 		t.Errorf("no aging: %+v", got)
 	}
 }
@@ -132,12 +132,12 @@ func TestRankAt(t *testing.T) {
 // TestAgingMaxNeverDemotes: Max caps promotions but leaves a type whose base
 // is above it where it is (see the package doc on DESIGN's min(aged, Max)).
 func TestAgingMaxNeverDemotes(t *testing.T) {
-	t0 := time.Unix(0, 0)
+	t0 := time.Unix(0, 0).UnixNano()
 	a := &AgingConfig{Interval: time.Second, Step: 1, Max: 30}
-	if r := rankAt(a, 40, t0, t0.Add(time.Hour)); r.eff != 40 {
+	if r := rankAt(a, 40, t0, t0+int64(time.Hour)); r.eff != 40 {
 		t.Errorf("foreground base 40 with Max 30: effective %d, want 40", r.eff)
 	}
-	if r := rankAt(a, 10, t0, t0.Add(time.Hour)); r.eff != 30 {
+	if r := rankAt(a, 10, t0, t0+int64(time.Hour)); r.eff != 30 {
 		t.Errorf("background aged for an hour: effective %d, want the ceiling 30", r.eff)
 	}
 }

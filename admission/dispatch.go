@@ -10,7 +10,7 @@ import (
 // was promoted since the last dispatch, so every comparison uses the
 // effective priority at now.
 func (s *Scheduler) dispatchLocked(now time.Time, wake []*job) []*job {
-	for s.promos.Len() > 0 && !s.promos.Top().promoAt.After(now) {
+	for nowNs := now.UnixNano(); s.promos.Len() > 0 && s.promos.Top().promoAt <= nowNs; {
 		s.syncFlowLocked(s.promos.Top(), now)
 	}
 	s.refreshPressureLocked(now)
@@ -122,9 +122,8 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		j.prio = t.cfg.Priority
 	}
 	if j.bg == nil || j.bg.attempts == 0 { // a retry's aging clock continues from its first submission
-		j.agingStart = now
+		j.agingAt = now.UnixNano()
 	}
-	j.agingAt = j.agingStart.UnixNano()
 	if s.queued == 0 {
 		s.refreshPressureLocked(now)
 		// Nothing else waits, so if j may start, it is the job dispatch would
@@ -163,7 +162,7 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 	f, k := j.flow, j.key
 	switch j.state {
 	case jobQueued:
-		f.jobs.Remove(j.idx)
+		f.jobs.Remove(j)
 		if r := s.resourceLocked(j); r != nil {
 			replaced := s.replaceRepresentativeLocked(j, r)
 			if s.stopWaitingLocked(j, r, now) || replaced {
@@ -173,10 +172,10 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 	case jobParked:
 		r := s.resourceLocked(j)
 		h := r.waiters[f]
-		h.Remove(j.idx)
+		h.Remove(j)
 		if h.Len() == 0 {
 			delete(r.waiters, f)
-			s.freeWaiters.put(h)
+			s.freeWaitersLocked(h)
 		}
 		r.nwait--
 		f.parked--
@@ -208,7 +207,7 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 // if one exists (it admits j).
 func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
 	f, k, t := j.flow, j.key, j.typ
-	f.jobs.Remove(j.idx)
+	f.jobs.Remove(j)
 	s.unpendLocked(j)
 	k.unlinkJob(j)
 	s.queuedChangedLocked(k)
@@ -245,7 +244,7 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
 	k, t := j.key, j.typ
 	// The job's rank is computed afresh: a flow whose rank can no longer
 	// change (urgent, or at the ceiling) is not re-ranked as it keeps aging.
-	rk := rankAt(t.aging, j.prio, j.agingStart, now)
+	rk := rankAt(t.aging, j.prio, j.agingAt, now.UnixNano())
 	j.eff, j.urgent, j.promoted = rk.eff, rk.urgent, rk.promoted
 	j.state = jobRunning
 	j.started = now
@@ -371,8 +370,7 @@ func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
 		}
 		return
 	}
-	head := f.jobs.Top()
-	r := s.rankLocked(head, now)
+	r := s.headRankLocked(f, now)
 	f.eff, f.urgent, f.promoAt = r.eff, r.urgent, r.next
 	if f.typIdx >= 0 {
 		t.flows.Fix(f.typIdx)
@@ -384,9 +382,9 @@ func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
 		}
 	}
 	switch {
-	case f.promoAt.IsZero() && f.promoIdx >= 0:
+	case f.promoAt == 0 && f.promoIdx >= 0:
 		s.promos.Remove(f.promoIdx)
-	case f.promoAt.IsZero():
+	case f.promoAt == 0:
 	case f.promoIdx >= 0:
 		s.promos.Fix(f.promoIdx)
 	default:
@@ -405,8 +403,8 @@ func (s *Scheduler) unreadyLocked(t *typeState) {
 
 func (s *Scheduler) newFlowLocked(k *keyState, t *typeState, prio Priority) *flow {
 	f := s.freeFlows.get()
-	if f.jobs.key == nil { // new, not recycled
-		f.jobs = newJobHeap()
+	if f.jobs.heap.key == nil { // new, not recycled
+		f.jobs = newJobQueue()
 	}
 	f.key, f.typ, f.prio, f.typIdx, f.promoIdx = k, t, prio, -1, -1
 	k.flows = append(k.flows, f)
@@ -425,6 +423,7 @@ func (s *Scheduler) freeFlowLocked(f *flow) {
 		}
 	}
 	f.key, f.typ = nil, nil
+	f.jobs.reset()
 	s.freeFlows.put(f)
 }
 

@@ -37,10 +37,16 @@ func lessKey(a, b *sortKey) bool {
 }
 
 // flowSortKey is f's sort key as of now: the rank syncFlowLocked stored in
-// f, its key's virtual time and MinSeats status, its head's age.
+// f, its key's virtual time and MinSeats status, its head's age. The head's
+// age and sequence come from its order key in the flow's queue (a
+// ShortestFirst key is shifted by the job's cost, so then from the job).
 func flowSortKey(f *flow) sortKey {
-	h := f.jobs.Top()
-	return sortKey{v: f.key.v, headAt: h.agingAt, headSeq: h.seq, eff: f.eff, urgent: f.urgent, belowMin: f.key.belowMin()}
+	hk, h := f.jobs.top()
+	at := hk.at
+	if f.typ.smithA > 0 {
+		at = h.agingAt
+	}
+	return sortKey{v: f.key.v, headAt: at, headSeq: hk.seq, eff: f.eff, urgent: f.urgent, belowMin: f.key.belowMin()}
 }
 
 func newFlowHeap() keyedHeap[sortKey, *flow] {

@@ -87,10 +87,10 @@ func (s *Scheduler) checkInvariantsLocked() error {
 				return fmt.Errorf("type %q holds a flow it should not (key %q, %d jobs, capped %v)", t.name, f.key.name, f.jobs.Len(), f.key.capped)
 			}
 			if h, k := f.jobs.Top(), slot.k; k.v != f.key.v || k.belowMin != f.key.belowMin() || k.headAt != h.agingAt ||
-				h.agingAt != h.agingStart.UnixNano() || k.headSeq != h.seq || k.urgent != f.urgent || k.eff != f.eff {
+				k.headSeq != h.seq || k.urgent != f.urgent || k.eff != f.eff {
 				return fmt.Errorf("flow (%q, %q): sort key in the heap %+v is stale", f.key.name, t.name, k)
 			}
-			if (f.promoIdx >= 0) != !f.promoAt.IsZero() {
+			if (f.promoIdx >= 0) != (f.promoAt != 0) {
 				return fmt.Errorf("flow (%q, %q): promoIdx %d, promoAt %v", f.key.name, t.name, f.promoIdx, f.promoAt)
 			}
 		}
@@ -170,14 +170,17 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			if f.key != k || f.jobs.Len()+int(f.parked) == 0 || perFlow[f] != f.jobs.Len()+int(f.parked) {
 				return fmt.Errorf("key %q flow %q: %d ready + %d parked, %d listed", name, f.typ.name, f.jobs.Len(), f.parked, perFlow[f])
 			}
-			if i := f.jobs.verify(); i >= 0 {
-				return fmt.Errorf("key %q flow %q: job heap broken at %d", name, f.typ.name, i)
+			if err := f.jobs.verify(); err != nil {
+				return fmt.Errorf("key %q flow %q: %v", name, f.typ.name, err)
 			}
-			for _, slot := range f.jobs.s {
-				j := slot.v
+			var bad *job
+			f.jobs.each(func(j *job) {
 				if j.state != jobQueued || j.flow != f {
-					return fmt.Errorf("flow (%q, %q) holds job %d in state %d", name, f.typ.name, j.seq, j.state)
+					bad = j
 				}
+			})
+			if bad != nil {
+				return fmt.Errorf("flow (%q, %q) holds job %d in state %d", name, f.typ.name, bad.seq, bad.state)
 			}
 			if want := f.jobs.Len() > 0 && !k.held(); (f.typIdx >= 0) != want {
 				return fmt.Errorf("flow (%q, %q): typIdx %d, want in heap %v", name, f.typ.name, f.typIdx, want)
@@ -208,14 +211,17 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		}
 		n := 0
 		for f, h := range r.waiters {
-			if h.Len() == 0 || h.verify() >= 0 {
-				return fmt.Errorf("resource %v: bad waiter heap for flow (%q, %q)", rk, f.key.name, f.typ.name)
+			if err := h.verify(); h.Len() == 0 || err != nil {
+				return fmt.Errorf("resource %v: bad waiter queue for flow (%q, %q): %d jobs, %v", rk, f.key.name, f.typ.name, h.Len(), err)
 			}
-			for _, slot := range h.s {
-				j := slot.v
+			var bad *job
+			h.each(func(j *job) {
 				if j.state != jobParked || j.flow != f || j.jobID != rk.id {
-					return fmt.Errorf("resource %v: waiter %d in state %d", rk, j.seq, j.state)
+					bad = j
 				}
+			})
+			if bad != nil {
+				return fmt.Errorf("resource %v: waiter %d in state %d", rk, bad.seq, bad.state)
 			}
 			n += h.Len()
 		}
@@ -228,13 +234,13 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		// or not, has a ready flow mate ahead of it: the shared jobs its
 		// xwait holds back are not held forever.)
 		readyOn := func(f *flow) bool {
-			for _, slot := range f.jobs.s {
-				j := slot.v
+			on := false
+			f.jobs.each(func(j *job) {
 				if j.typ.cfg.ConflictGroup == rk.group && j.jobID == rk.id {
-					return true
+					on = true
 				}
-			}
-			return false
+			})
+			return on
 		}
 		for f := range r.waiters {
 			if !r.open(f.typ.cfg.Access) {

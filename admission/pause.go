@@ -164,7 +164,7 @@ func (p *pause) stop() {
 // flows and of the resources they are parked on, and the flows' places.
 func (s *Scheduler) refreezeLocked(keys []*keyState, match func(*job) bool, now time.Time) {
 	flows := map[*flow]bool{}
-	waiters := map[*jobHeap]bool{}
+	waiters := map[*jobQueue]bool{}
 	for _, k := range keys {
 		for j := k.head; j != nil; j = j.next {
 			if match != nil && !match(j) {
@@ -212,8 +212,7 @@ func (s *Scheduler) freezeLocked(j *job, now time.Time) {
 func (s *Scheduler) thawLocked(j *job, now time.Time) {
 	d := now.Sub(j.frozenAt)
 	j.frozenAt = time.Time{}
-	j.agingStart = j.agingStart.Add(d)
-	j.agingAt = j.agingStart.UnixNano()
+	j.agingAt += int64(d)
 	if b := j.bg; b != nil && !b.expiresAt.IsZero() {
 		b.expiresAt = b.expiresAt.Add(d)
 		if b.timer != nil {

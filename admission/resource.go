@@ -57,15 +57,15 @@ func (r *resource) idle() bool { return r.holders == 0 && r.nwait == 0 && r.xwai
 // parkLocked moves the head of its flow onto the resource that blocks it.
 func (s *Scheduler) parkLocked(j *job, r *resource, now time.Time) {
 	f := j.flow
-	f.jobs.Remove(j.idx)
+	f.jobs.Remove(j)
 	h := r.waiters[f]
 	if h == nil {
 		if r.waiters == nil {
-			r.waiters = make(map[*flow]*jobHeap)
+			r.waiters = make(map[*flow]*jobQueue)
 		}
 		h = s.freeWaiters.get()
-		if h.key == nil { // new, not recycled
-			*h = newJobHeap()
+		if h.heap.key == nil { // new, not recycled
+			*h = newJobQueue()
 		}
 		r.waiters[f] = h
 	}
@@ -124,7 +124,7 @@ func (s *Scheduler) unparkLocked(r *resource, now time.Time) {
 		f.parked--
 		if h.Len() == 0 {
 			delete(r.waiters, f)
-			s.freeWaiters.put(h)
+			s.freeWaitersLocked(h)
 		}
 		j.state = jobQueued
 		f.jobs.Push(j)
@@ -148,7 +148,7 @@ func (s *Scheduler) replaceRepresentativeLocked(j *job, r *resource) bool {
 	r.nwait--
 	if h.Len() == 0 {
 		delete(r.waiters, f)
-		s.freeWaiters.put(h)
+		s.freeWaitersLocked(h)
 	}
 	next.state = jobQueued
 	f.parked--
@@ -182,4 +182,10 @@ func (s *Scheduler) maybeFreeResourceLocked(r *resource) {
 		}
 	}
 	s.idleRes = 0
+}
+
+// freeWaitersLocked recycles an emptied waiter queue.
+func (s *Scheduler) freeWaitersLocked(h *jobQueue) {
+	h.reset()
+	s.freeWaiters.put(h)
 }

@@ -57,7 +57,7 @@ type Scheduler struct {
 	freeFlows   freeList[flow]                      // recycled flows, no jobs
 	freeRes     freeList[resource]                  // recycled conflict entries, no holder or waiter
 	freeJobs    freeList[job]                       // records of released foreground permits
-	freeWaiters freeList[jobHeap]                   // emptied waiter heaps of resources
+	freeWaiters freeList[jobQueue]                  // emptied waiter queues of resources
 	idleRes     int                                 // entries of resources with no holder and no waiter
 
 	inUse  int     // seats held == running.Len()
@@ -105,7 +105,7 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		freeFlows:   freeList[flow]{max: maxFree},
 		freeRes:     freeList[resource]{max: maxFree},
 		freeJobs:    freeList[job]{max: maxFree},
-		freeWaiters: freeList[jobHeap]{max: maxFree},
+		freeWaiters: freeList[jobQueue]{max: maxFree},
 	}
 	if s.keys, err = simplelru.NewLRU[string, *keyState](c.MaxKeys, s.onKeyEvicted); err != nil {
 		return nil, fmt.Errorf("%w: MaxKeys: %v", ErrInvalidConfig, err)

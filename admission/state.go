@@ -38,15 +38,14 @@ type job struct {
 	jobID string   // folded to MaxIdentifierLen
 	prio  Priority // base priority: the type's, or SubmitWith's override
 
-	seq        uint64    // arrival order; breaks every tie
-	enqueued   time.Time // arrival
-	agingStart time.Time // the aging clock: enqueued, moved later by the time spent paused
-	agingAt    int64     // agingStart in Unix nanoseconds: the heaps compare it cheaply
-	frozenAt   time.Time // when its type or key was paused while it was queued; zero = not frozen
-	started    time.Time // admission
+	seq      uint64    // arrival order; breaks every tie
+	enqueued time.Time // arrival
+	agingAt  int64     // the aging clock's start, Unix nanoseconds: arrival, moved later by the time spent paused
+	frozenAt time.Time // when its type or key was paused while it was queued; zero = not frozen
+	started  time.Time // admission
 
 	// Fields below change only under Scheduler.mu.
-	idx int // position in the heap holding it (flow, waiters or running)
+	idx int // position in the jobQueue (flow or waiters) or heap (running) holding it
 	// The flags share one word.
 	state      jobState
 	urgent     bool // at admission
@@ -54,6 +53,7 @@ type job struct {
 	waiting    bool // the caller waits on ready
 	xwaiting   bool // an exclusive job parked on its resource that has not started, left or frozen since: it holds new shared jobs back
 	foreground bool
+	inRing     bool // queued or parked in the ring of a jobQueue (idx is its position there), not in its heap
 
 	est      float64    // seconds charged at admission
 	cost     *costEntry // learned estimate of (type, job ID) found at admission, or nil
@@ -132,14 +132,6 @@ func lessJobKey(a, b *jobKey) bool {
 	return a.seq < b.seq
 }
 
-// jobHeap holds the queued jobs of a flow, or a resource's waiters of one
-// flow, in the flow's order.
-type jobHeap = keyedHeap[jobKey, *job]
-
-func newJobHeap() jobHeap {
-	return jobHeap{key: jobOrderKey, less: lessJobKey, index: jobIndex}
-}
-
 // runKey orders running jobs by start tag (the least is V_sys's candidate).
 type runKey struct {
 	tag float64
@@ -174,7 +166,7 @@ type flow struct {
 	key  *keyState
 	typ  *typeState
 	prio Priority // base priority of all its jobs
-	jobs jobHeap
+	jobs jobQueue
 
 	typIdx   int
 	promoIdx int
@@ -184,7 +176,7 @@ type flow struct {
 	parked  int32
 	urgent  bool
 	eff     Priority
-	promoAt time.Time // next instant the head's rank changes; zero = never
+	promoAt int64 // next instant the head's rank changes, Unix nanoseconds; 0 = never
 
 }
 
@@ -198,7 +190,7 @@ type promoKey struct {
 
 func newPromoHeap() keyedHeap[promoKey, *flow] {
 	return keyedHeap[promoKey, *flow]{
-		key: func(f *flow) promoKey { return promoKey{f.promoAt.UnixNano(), f.jobs.Top().seq} },
+		key: func(f *flow) promoKey { return promoKey{f.promoAt, f.jobs.topKey().seq} },
 		less: func(a, b *promoKey) bool {
 			if a.at != b.at {
 				return a.at < b.at
@@ -335,7 +327,7 @@ type resKey struct {
 type resource struct {
 	holders int
 	excl    int
-	waiters map[*flow]*jobHeap
+	waiters map[*flow]*jobQueue
 	nwait   int
 	xwait   int
 }
