@@ -12,8 +12,8 @@ package admission
 //     (finish + dispatch + enqueue of a replacement, so the queue size stays
 //     constant), driven single-goroutine through the locked internals with a
 //     fake clock, at 100 queued jobs over 10 keys, 10,000 over 1,000 and
-//     100,000 over 10,000; plain, with aging and with conflicts, and a naive
-//     O(n) scan as the baseline.
+//     100,000 over 10,000; plain, with aging, with conflicts, and mixed
+//     (unlike weights and seat times), and a naive O(n) scan as the baseline.
 //   - BenchmarkMemory: heap bytes per queued job and per idle (tracked) key.
 
 import (
@@ -217,6 +217,11 @@ type dispatchVariant struct {
 	// drawing one at random (fixed seed); 0 means one repository per key.
 	repos         int
 	conflictGroup ConflictGroup
+	// mixed gives key i weight 1 + i%3 and every job a seat time drawn
+	// from [1 s, 9 s] instead of dispatchObserved: estimates differ between
+	// keys and are corrected at every completion, so virtual times come out
+	// of order (plain's alike jobs give the best case of the flows' ring).
+	mixed bool
 }
 
 var dispatchVariants = []dispatchVariant{
@@ -240,6 +245,13 @@ var dispatchVariants = []dispatchVariant{
 		conflictGroup: "git",
 		repos:         dispatchConflictRepos,
 	},
+	{
+		// Plain, but keys weighted 1, 2 or 3 and seat times drawn at random:
+		// the worst case of the flows' ring, kept beside plain so that the
+		// ring's best case is never the only one reported.
+		name:  "mixed",
+		mixed: true,
+	},
 }
 
 // dispatchBench is a scheduler driven through its locked internals: a fixed
@@ -252,6 +264,7 @@ type dispatchBench struct {
 	buf     []*job
 	repos   []string   // shared repositories (conflicts variant), or nil
 	rng     *rand.Rand // draws from repos
+	mixed   bool       // seat times drawn from rng (variant mixed)
 	count   bool       // step counts parks (untimed sampling only)
 	parks   int        // jobs parked by dispatch while count is set
 }
@@ -281,8 +294,14 @@ func newDispatchBench(b *testing.B, v dispatchVariant, queued, keys int) *dispat
 		d.repos = append(d.repos, "shared-repo-"+strconv.Itoa(r))
 	}
 	d.rng = rand.New(rand.NewPCG(1, 2))
+	d.mixed = v.mixed
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if v.mixed {
+		for i := range keys {
+			s.weights["client-"+strconv.Itoa(i)] = float64(1 + i%3)
+		}
+	}
 	// Enqueue queued+dispatchCapacity jobs round-robin over the keys, then
 	// dispatch to fill the seats: queued jobs remain.
 	for i := range queued + dispatchCapacity {
@@ -326,7 +345,11 @@ func (d *dispatchBench) step(b *testing.B) {
 	old := d.running[0]
 	copy(d.running, d.running[1:])
 	d.running = d.running[:len(d.running)-1]
-	s.finishLocked(old, d.now, dispatchObserved, true)
+	observed := dispatchObserved
+	if d.mixed {
+		observed = time.Second + time.Duration(d.rng.IntN(8001))*time.Millisecond
+	}
+	s.finishLocked(old, d.now, observed, true)
 	parked := 0
 	if d.count {
 		parked = d.parkedLocked()

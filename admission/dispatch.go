@@ -356,14 +356,14 @@ func (s *Scheduler) keyChangedLocked(k *keyState, now time.Time) {
 func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
 	t := f.typ
 	if f.jobs.Len() == 0 || f.key.held() {
-		if f.typIdx >= 0 {
-			t.flows.Remove(f.typIdx)
+		if f.typIdx != -1 {
+			t.flows.Remove(f)
 			if t.flows.Len() == 0 {
 				s.unreadyLocked(t)
 			}
 		}
-		if f.promoIdx >= 0 {
-			s.promos.Remove(f.promoIdx)
+		if f.promoIdx != -1 {
+			s.promos.Remove(f)
 		}
 		if f.jobs.Len() == 0 && f.parked == 0 {
 			s.freeFlowLocked(f)
@@ -372,8 +372,8 @@ func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
 	}
 	r := s.headRankLocked(f, now)
 	f.eff, f.urgent, f.promoAt = r.eff, r.urgent, r.next
-	if f.typIdx >= 0 {
-		t.flows.Fix(f.typIdx)
+	if f.typIdx != -1 {
+		t.flows.Fix(f)
 	} else {
 		t.flows.Push(f)
 		if t.readyIdx < 0 {
@@ -382,11 +382,11 @@ func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
 		}
 	}
 	switch {
-	case f.promoAt == 0 && f.promoIdx >= 0:
-		s.promos.Remove(f.promoIdx)
+	case f.promoAt == 0 && f.promoIdx != -1:
+		s.promos.Remove(f)
 	case f.promoAt == 0:
-	case f.promoIdx >= 0:
-		s.promos.Fix(f.promoIdx)
+	case f.promoIdx != -1:
+		s.promos.Fix(f)
 	default:
 		s.promos.Push(f)
 	}

@@ -72,41 +72,51 @@
 // tests).
 //
 //   - flow: the queued jobs of one (fairness key, job type, base priority),
-//     in a heap ordered by (aging start, seq), or for an Order ShortestFirst
-//     type by Smith's rule with aging (below). All jobs of a flow share V_k,
+//     in a jobQueue ordered by (aging start, seq), or for an Order
+//     ShortestFirst type by Smith's rule with aging (below). All jobs of a flow share V_k,
 //     MinSeats status, base priority and an aging function that only grows
 //     with age, so the flow's head is its best job: the scheduler never needs
 //     to look past it. (A SubmitWith priority override makes a flow of its
 //     own, which keeps this true.)
-//   - typeState.flows: a heap of the type's flows that have a job ready,
-//     ordered by the dispatch order of their heads. A flow's position changes
-//     only when its head changes, its key's V_k or MinSeats status changes, or
-//     its head is promoted by aging — each of those is one Fix of the heap.
+//   - typeState.flows: the type's flows that have a job ready, ordered by
+//     the dispatch order of their heads. A flow's position changes only when
+//     its head changes, its key's V_k or MinSeats status changes, or its head
+//     is promoted by aging — each of those is one Fix.
 //   - Scheduler.promos: flows whose head will be promoted in the future,
 //     ordered by the promotion instant. Dispatch first re-ranks the flows whose
 //     instant has passed, so effective priority is exact at every dispatch
 //     without a timer per job or a periodic pass.
+//   - These three orderings are ringHeaps: a sorted ring for what arrives in
+//     order, a keyedHeap beside it for the rest, the least element the
+//     lesser of the two fronts. They are mostly in order: jobs join their
+//     flow behind the jobs already there; the flow just served goes to
+//     V_k + est/w_k, behind the keys served before it when jobs cost alike;
+//     heads are promoted one Interval after another. What is in order costs
+//     O(1) and touches no other element; the rest costs a heap operation.
+//   - Scheduler.lengths: keys with queued jobs bucketed by their count, for
+//     push-out (queueLengths).
 //   - Blocked work waits where its blocker is. A job whose resource does not
-//     admit it is parked on that resource (resource.waiters, one heap per
-//     flow) and holds no seat; when the resource opens to it, each waiting
+//     admit it is parked on that resource (resource.waiters, one jobQueue
+//     per flow) and holds no seat; when the resource opens to it, each waiting
 //     flow's best job returns to its flow (and when a shared job starts, the
 //     next of its flow returns, since the resource stays open to readers). A
 //     key at MaxInFlight, or paused, takes all its flows out of the type
-//     heaps until that changes. A type at MaxConcurrency or paused, and a
+//     orderings until that changes. A type at MaxConcurrency or paused, and a
 //     tier at its cap, are skipped whole, in O(1).
-//   - Every ordering above is a keyedHeap: 4-ary, each element's sort key
-//     kept in the heap array beside it, so a sift compares contiguous memory
-//     and touches only the elements it moves (with 100,000 queued jobs, cache
-//     misses rather than comparisons set the cost).
+//   - Every ordering keeps each element's sort key in its slot, beside the
+//     element: comparisons read contiguous memory, never the element (with
+//     100,000 queued jobs, cache misses rather than comparisons set the
+//     cost). keyedHeap is 4-ary, halving the depth a sift walks.
 //   - An arrival when nothing at all is queued, if it may start, is the job
 //     dispatch would pick; it takes its seat without entering these
 //     structures (the uncontended case).
 //
 // One dispatch step therefore looks at the top flow of each job type with
 // ready work (a small number fixed by configuration, not by load), and every
-// change it makes is a heap operation: its cost grows with the logarithm of
-// queued jobs and active keys. Releasing a contended resource costs one heap
-// operation per flow waiting on it (not per job).
+// change it makes is an O(1) ring operation or a heap operation: its cost
+// grows at most with the logarithm of queued jobs and active keys.
+// Releasing a contended resource costs one such operation per flow waiting
+// on it (not per job).
 //
 // # Aging and urgency
 //
@@ -186,8 +196,8 @@
 // Smith's rule: for an Order ShortestFirst type, a key's queued jobs of the
 // type go in the order of the highest 1/r + a·wait (r the learned cost in
 // seconds). Since wait = now - start for all of them, that is the order of
-// a·start - 1/r, which never changes with time: the flow heap keeps it as a
-// static key. A costly job is overtaken by a cheap one only if the cheap one
+// a·start - 1/r, which never changes with time: the flow's queue keeps it
+// as a static key. A costly job is overtaken by a cheap one only if the cheap one
 // arrived less than (1/r_cheap - 1/r_costly)/a seconds after it, which bounds
 // its wait. The order between keys and types is unchanged.
 //

@@ -49,6 +49,4 @@ func flowSortKey(f *flow) sortKey {
 	return sortKey{v: f.key.v, headAt: at, headSeq: hk.seq, eff: f.eff, urgent: f.urgent, belowMin: f.key.belowMin()}
 }
 
-func newFlowHeap() keyedHeap[sortKey, *flow] {
-	return keyedHeap[sortKey, *flow]{key: flowSortKey, less: lessKey, index: flowTypIndex}
-}
+func newFlowHeap() ringHeap[sortKey, *flow] { return newRingHeap(flowSortKey, lessKey, flowTypIndex) }

@@ -23,8 +23,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	if i := s.running.verify(); i >= 0 {
 		return fmt.Errorf("running heap broken at %d", i)
 	}
-	if i := s.promos.verify(); i >= 0 {
-		return fmt.Errorf("promotion heap broken at %d", i)
+	if err := s.promos.verify(); err != nil {
+		return fmt.Errorf("promotions: %v", err)
 	}
 	if err := s.lengths.verify(); err != nil {
 		return err
@@ -78,19 +78,18 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if (t.readyIdx >= 0) != (t.flows.Len() > 0) {
 			return fmt.Errorf("type %q: readyIdx %d with %d flows", t.name, t.readyIdx, t.flows.Len())
 		}
-		if i := t.flows.verify(); i >= 0 {
-			return fmt.Errorf("type %q: flow heap broken at %d", t.name, i)
+		if err := t.flows.verify(); err != nil {
+			return fmt.Errorf("type %q: flows: %v", t.name, err)
 		}
-		for _, slot := range t.flows.s {
-			f := slot.v
+		for _, f := range ringElems(&t.flows) {
 			if f.typ != t || f.jobs.Len() == 0 || f.key.held() || f.key.flowFor(t, f.prio) != f {
 				return fmt.Errorf("type %q holds a flow it should not (key %q, %d jobs, capped %v)", t.name, f.key.name, f.jobs.Len(), f.key.capped)
 			}
-			if h, k := f.jobs.Top(), slot.k; k.v != f.key.v || k.belowMin != f.key.belowMin() || k.headAt != h.agingAt ||
+			if h, k := f.jobs.Top(), flowSortKey(f); k.v != f.key.v || k.belowMin != f.key.belowMin() || k.headAt != h.agingAt ||
 				k.headSeq != h.seq || k.urgent != f.urgent || k.eff != f.eff {
 				return fmt.Errorf("flow (%q, %q): sort key in the heap %+v is stale", f.key.name, t.name, k)
 			}
-			if (f.promoIdx >= 0) != (f.promoAt != 0) {
+			if (f.promoIdx != -1) != (f.promoAt != 0) {
 				return fmt.Errorf("flow (%q, %q): promoIdx %d, promoAt %v", f.key.name, t.name, f.promoIdx, f.promoAt)
 			}
 		}
@@ -101,9 +100,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			return fmt.Errorf("type %q: %d running above its limit %d", t.name, t.running, c)
 		}
 	}
-	for _, slot := range s.promos.s {
-		f := slot.v
-		if f.typIdx < 0 {
+	for _, f := range ringElems(&s.promos) {
+		if f.typIdx == -1 {
 			return fmt.Errorf("flow (%q, %q) in promotion heap but not in its type heap", f.key.name, f.typ.name)
 		}
 	}
@@ -182,7 +180,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			if bad != nil {
 				return fmt.Errorf("flow (%q, %q) holds job %d in state %d", name, f.typ.name, bad.seq, bad.state)
 			}
-			if want := f.jobs.Len() > 0 && !k.held(); (f.typIdx >= 0) != want {
+			if want := f.jobs.Len() > 0 && !k.held(); (f.typIdx != -1) != want {
 				return fmt.Errorf("flow (%q, %q): typIdx %d, want in heap %v", name, f.typ.name, f.typIdx, want)
 			}
 		}
@@ -318,4 +316,11 @@ func (q *queueLengths) verify() error {
 		return fmt.Errorf("queue lengths: max %d (want %d), keys %d (want %d)", q.max, top, q.keys, keys)
 	}
 	return nil
+}
+
+// ringElems returns the elements of q (tests only).
+func ringElems[K comparable, T comparable](q *ringHeap[K, T]) []T {
+	var out []T
+	q.each(func(x T) { out = append(out, x) })
+	return out
 }

@@ -52,7 +52,7 @@ type Scheduler struct {
 	costs       *simplelru.LRU[costKey, *costEntry] // learned estimates, bounded
 	resources   map[resKey]*resource                // held, waited-on or idle resources
 	running     keyedHeap[runKey, *job]             // running jobs by start tag (V_sys)
-	promos      keyedHeap[promoKey, *flow]          // flows by next promotion instant
+	promos      ringHeap[promoKey, *flow]           // flows by next promotion instant
 	lengths     queueLengths                        // keys with queued jobs, by count (push-out)
 	freeFlows   freeList[flow]                      // recycled flows, no jobs
 	freeRes     freeList[resource]                  // recycled conflict entries, no holder or waiter

@@ -45,7 +45,7 @@ type job struct {
 	started  time.Time // admission
 
 	// Fields below change only under Scheduler.mu.
-	idx int // position in the jobQueue (flow or waiters) or heap (running) holding it
+	idx int // where it is in the jobQueue (flow or waiters) or heap (running) holding it; -1 = none (see ringHeap)
 	// The flags share one word.
 	state      jobState
 	urgent     bool // at admission
@@ -53,7 +53,6 @@ type job struct {
 	waiting    bool // the caller waits on ready
 	xwaiting   bool // an exclusive job parked on its resource that has not started, left or frozen since: it holds new shared jobs back
 	foreground bool
-	inRing     bool // queued or parked in the ring of a jobQueue (idx is its position there), not in its heap
 
 	est      float64    // seconds charged at admission
 	cost     *costEntry // learned estimate of (type, job ID) found at admission, or nil
@@ -96,6 +95,12 @@ func (j *job) timer() *time.Timer {
 }
 
 func jobIndex(j *job) *int { return &j.idx }
+
+// jobQueue holds the queued jobs of a flow, or the jobs of one flow parked
+// on one resource, in the flow's order (see ringHeap).
+type jobQueue = ringHeap[jobKey, *job]
+
+func newJobQueue() jobQueue { return newRingHeap(jobOrderKey, lessJobKey, jobIndex) }
 
 // jobKey orders the queued jobs of one flow: by age (aging start, then
 // arrival) for FIFO types; for ShortestFirst types by Smith's rule with
@@ -156,11 +161,11 @@ func newRunHeap() keyedHeap[runKey, *job] {
 // Invariants:
 //   - jobs holds the flow's queued (not parked) jobs; parked counts its jobs
 //     parked on resources. The flow is in key.flows iff jobs.Len()+parked > 0.
-//   - typIdx >= 0 (the flow is in typ.flows) iff jobs.Len() > 0 and the key is
+//   - typIdx != -1 (the flow is in typ.flows) iff jobs.Len() > 0 and the key is
 //     not capped; then urgent, eff, promoAt and the slot's sortKey describe
 //     jobs.Top() and the key as of the last sync, and promoAt is either zero
 //     or after the last dispatch.
-//   - promoIdx >= 0 (the flow is in Scheduler.promos) iff typIdx >= 0 and
+//   - promoIdx != -1 (the flow is in Scheduler.promos) iff typIdx != -1 and
 //     promoAt is not zero.
 type flow struct {
 	key  *keyState
@@ -168,8 +173,8 @@ type flow struct {
 	prio Priority // base priority of all its jobs
 	jobs jobQueue
 
-	typIdx   int
-	promoIdx int
+	typIdx   int // where it is in typ.flows, or -1 (see ringHeap)
+	promoIdx int // where it is in Scheduler.promos, or -1
 
 	// parked is int32 so that it and urgent share a word and a flow stays
 	// within two cache lines (128 bytes); a queue never holds 2^31 jobs.
@@ -188,17 +193,17 @@ type promoKey struct {
 	seq uint64
 }
 
-func newPromoHeap() keyedHeap[promoKey, *flow] {
-	return keyedHeap[promoKey, *flow]{
-		key: func(f *flow) promoKey { return promoKey{f.promoAt, f.jobs.topKey().seq} },
-		less: func(a, b *promoKey) bool {
+func newPromoHeap() ringHeap[promoKey, *flow] {
+	return newRingHeap(
+		func(f *flow) promoKey { return promoKey{f.promoAt, f.jobs.topKey().seq} },
+		func(a, b *promoKey) bool {
 			if a.at != b.at {
 				return a.at < b.at
 			}
 			return a.seq < b.seq
 		},
-		index: func(f *flow) *int { return &f.promoIdx },
-	}
+		func(f *flow) *int { return &f.promoIdx },
+	)
 }
 
 // keyState is one fairness key.
@@ -274,7 +279,7 @@ func (k *keyState) unlinkJob(j *job) {
 
 // typeState is one registered job type.
 //
-// Invariants: flows holds exactly the type's flows with typIdx >= 0;
+// Invariants: flows holds exactly the type's flows with typIdx != -1;
 // readyIdx >= 0 (in Scheduler.ready) iff flows.Len() > 0; running and queued
 // count the type's running and queued-or-parked jobs; paused iff pause !=
 // nil, and then the type's queued jobs are frozen.
@@ -284,7 +289,7 @@ type typeState struct {
 	limit           int           // running jobs allowed: cfg.MaxConcurrency until SetTypeLimit; 0 = no cap
 	tier            *tierState
 	running, queued int
-	flows           keyedHeap[sortKey, *flow]
+	flows           ringHeap[sortKey, *flow]
 	readyIdx        int
 	paused          bool
 	pause           *pause

@@ -49,8 +49,8 @@ func TestJobQueueRandom(t *testing.T) {
 			case op < 7 && len(in) > 0: // leaves from anywhere
 				i := rng.IntN(len(in))
 				q.Remove(in[i])
-				if in[i].idx != -1 || in[i].inRing {
-					t.Fatalf("seed %d step %d: removed job keeps idx %d inRing %v", seed, step, in[i].idx, in[i].inRing)
+				if in[i].idx != -1 {
+					t.Fatalf("seed %d step %d: removed job keeps idx %d", seed, step, in[i].idx)
 				}
 				in = slices.Delete(in, i, i+1)
 			case op < 9 && len(in) > 0: // admitted: the best goes
@@ -177,4 +177,121 @@ func countIf[T any](s []T, f func(T) bool) int {
 		}
 	}
 	return n
+}
+
+// TestKeyedHeapRandom drives a keyedHeap with pushes, fixes after key
+// changes, removals from anywhere and pops, against a plain slice, checking
+// its invariants (positions, handles, keys, order) after every step.
+func TestKeyedHeapRandom(t *testing.T) {
+	type elem struct {
+		v      int
+		handle int
+	}
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		h := keyedHeap[int, *elem]{
+			key:   func(e *elem) int { return e.v },
+			less:  func(a, b *int) bool { return *a < *b },
+			index: func(e *elem) *int { return &e.handle },
+		}
+		var in []*elem
+		for step := range 3000 {
+			switch op := rng.IntN(8); {
+			case op < 3:
+				e := &elem{v: rng.IntN(100), handle: -1}
+				h.Push(e)
+				in = append(in, e)
+			case op < 5 && len(in) > 0:
+				e := in[rng.IntN(len(in))]
+				e.v = rng.IntN(100)
+				h.Fix(e.handle)
+			case op < 6 && len(in) > 0:
+				i := rng.IntN(len(in))
+				h.Remove(in[i].handle)
+				if in[i].handle != -1 {
+					t.Fatalf("seed %d step %d: removed element keeps index %d", seed, step, in[i].handle)
+				}
+				in = slices.Delete(in, i, i+1)
+			case len(in) > 0:
+				least := slices.MinFunc(in, func(a, b *elem) int { return a.v - b.v })
+				e := h.Pop()
+				if e.v != least.v {
+					t.Fatalf("seed %d step %d: Pop gave %d, least is %d", seed, step, e.v, least.v)
+				}
+				in = slices.DeleteFunc(in, func(x *elem) bool { return x == e })
+			}
+			if i := h.verify(); i >= 0 {
+				t.Fatalf("seed %d step %d: heap broken at %d", seed, step, i)
+			}
+			if h.Len() != len(in) {
+				t.Fatalf("seed %d step %d: Len %d, holds %d", seed, step, h.Len(), len(in))
+			}
+		}
+	}
+}
+
+// TestRingHeapRandom drives a ringHeap the way the type heaps use it:
+// elements mostly pushed in order (the ring) and some not (the heap), keys
+// changed and fixed (in place, or moved), removals from anywhere and pops,
+// against a plain slice.
+func TestRingHeapRandom(t *testing.T) {
+	type elem struct {
+		v   int
+		idx int
+	}
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		q := newRingHeap(
+			func(e *elem) int { return e.v },
+			func(a, b *int) bool { return *a < *b },
+			func(e *elem) *int { return &e.idx },
+		)
+		var in []*elem
+		next := 0
+		for step := range 3000 {
+			switch op := rng.IntN(10); {
+			case op < 4: // arrival: usually past every key so far
+				next += rng.IntN(3)
+				v := next
+				if rng.IntN(4) == 0 {
+					v -= rng.IntN(20)
+				}
+				e := &elem{v: v, idx: -1}
+				q.Push(e)
+				in = append(in, e)
+			case op < 6 && len(in) > 0: // key moved a little, or past everything
+				e := in[rng.IntN(len(in))]
+				if rng.IntN(2) == 0 {
+					e.v += rng.IntN(5) - 2
+				} else {
+					next += 1 + rng.IntN(3)
+					e.v = next
+				}
+				q.Fix(e)
+			case op < 7 && len(in) > 0:
+				i := rng.IntN(len(in))
+				q.Remove(in[i])
+				if in[i].idx != -1 {
+					t.Fatalf("seed %d step %d: removed element keeps index %d", seed, step, in[i].idx)
+				}
+				in = slices.Delete(in, i, i+1)
+			case len(in) > 0:
+				least := slices.MinFunc(in, func(a, b *elem) int { return a.v - b.v })
+				if k := q.topKey(); *k != least.v {
+					t.Fatalf("seed %d step %d: top key %d, least is %d", seed, step, *k, least.v)
+				}
+				e := q.Pop()
+				if e.v != least.v {
+					t.Fatalf("seed %d step %d: Pop gave %d, least is %d", seed, step, e.v, least.v)
+				}
+				in = slices.DeleteFunc(in, func(x *elem) bool { return x == e })
+			}
+			if err := q.verify(); err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, step, err)
+			}
+			if q.Len() != len(in) {
+				t.Fatalf("seed %d step %d: Len %d, holds %d", seed, step, q.Len(), len(in))
+			}
+		}
+	}
 }
