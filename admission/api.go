@@ -81,6 +81,12 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 // wait parks the caller on its own channel until it is admitted or rejected,
 // ctx ends, or maxWait passes.
 func (s *Scheduler) wait(ctx context.Context, j *job, maxWait time.Duration) (*Permit, error) {
+	if ctx.Done() == nil && maxWait <= 0 {
+		// Nothing but the scheduler can end this wait: a plain receive,
+		// not a select over channels that are never ready.
+		<-j.ready
+		return s.granted(j)
+	}
 	var timeout <-chan time.Time
 	if maxWait > 0 {
 		t := time.NewTimer(maxWait)
@@ -89,15 +95,21 @@ func (s *Scheduler) wait(ctx context.Context, j *job, maxWait time.Duration) (*P
 	}
 	select {
 	case <-j.ready:
-		if j.err != nil {
-			return nil, j.err
-		}
-		return &Permit{s, j, j.gen}, nil
+		return s.granted(j)
 	case <-ctx.Done():
 		return s.abandon(j, ctx.Err(), false)
 	case <-timeout:
 		return s.abandon(j, nil, true)
 	}
+}
+
+// granted is the outcome of a wait that the scheduler ended: a permit, or
+// the rejection.
+func (s *Scheduler) granted(j *job) (*Permit, error) {
+	if j.err != nil {
+		return nil, j.err
+	}
+	return &Permit{s, j, j.gen}, nil
 }
 
 // abandon takes a waiter that gave up out of the queue. If its seat was
