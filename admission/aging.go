@@ -53,13 +53,17 @@ func rankAt(a *AgingConfig, base Priority, start, now int64) rank {
 // is ranked at the instant it froze, and its rank does not change until it
 // thaws: its aging clock stands still.
 func (s *Scheduler) rankLocked(j *job, now time.Time) rank {
-	if !j.frozenAt.IsZero() {
-		r := rankAt(j.typ.aging, j.prio, j.agingAt, j.frozenAt.UnixNano())
+	if j.frozenAt != 0 {
+		r := rankAt(j.typ.aging, j.prio, j.agingAt, j.frozenAt)
 		r.next = 0
 		return r
 	}
 	return rankAt(j.typ.aging, j.prio, j.agingAt, now.UnixNano())
 }
+
+// sinceNs is the time from instant ns (Unix nanoseconds of a clock reading
+// of the scheduler) to now.
+func sinceNs(now time.Time, ns int64) time.Duration { return time.Duration(now.UnixNano() - ns) }
 
 // headRankLocked is the rank at now of f's best job. It is computed from
 // the flow and the job's order key alone whenever it can be: a flow's jobs

@@ -156,7 +156,7 @@ func (p *Permit) Release() {
 		s.mu.Unlock()
 		panic("admission: Permit.Release called on a permit that is not held (released twice?)")
 	}
-	s.finishLocked(j, now, now.Sub(j.started), true)
+	s.finishLocked(j, now, sinceNs(now, j.started), true)
 	wake := s.dispatchLocked(now, buf[:0])
 	s.freeJobLocked(j) // nothing refers to a released foreground record but stale handles
 	s.mu.Unlock()
@@ -223,7 +223,7 @@ func (s *Scheduler) runBackground(j *job) {
 	now := s.now()
 	var buf [8]*job
 	s.mu.Lock()
-	s.finishLocked(j, now, now.Sub(j.started), true)
+	s.finishLocked(j, now, sinceNs(now, j.started), true)
 	retry := false
 	if err != nil {
 		s.counters.Failed++

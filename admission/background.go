@@ -214,7 +214,7 @@ func (s *Scheduler) submitLocked(j *job, t *typeState, key string, now time.Time
 		if b := j.bg; b.ttl > 0 {
 			b.expiresAt = now.Add(b.ttl)
 			b.timer = time.AfterFunc(b.ttl, func() { s.expire(j) })
-			if !j.frozenAt.IsZero() {
+			if j.frozenAt != 0 {
 				b.timer.Stop() // arrived paused: its TTL starts when the pause lifts
 			}
 		}
@@ -238,7 +238,7 @@ func (s *Scheduler) unpendLocked(j *job) {
 func (s *Scheduler) expire(j *job) {
 	now := s.now()
 	s.mu.Lock()
-	if (j.state != jobQueued && j.state != jobParked) || !j.frozenAt.IsZero() || now.Before(j.bg.expiresAt) {
+	if (j.state != jobQueued && j.state != jobParked) || j.frozenAt != 0 || now.Before(j.bg.expiresAt) {
 		s.mu.Unlock() // ran, left, froze, or its TTL was extended since this timer fired
 		return
 	}
@@ -291,7 +291,7 @@ func (s *Scheduler) requeue(j *job) {
 	b := *j.bg
 	b.timer, b.expiresAt = nil, time.Time{}
 	r.bg = &b
-	r.state, r.idx, r.err, r.res, r.cost, r.frozenAt = jobNew, -1, nil, nil, nil, time.Time{}
+	r.state, r.idx, r.err, r.res, r.cost, r.frozenAt = jobNew, -1, nil, nil, nil, 0
 	wake, err := s.submitLocked(&r, r.typ, r.key.name, now, buf[:0])
 	s.mu.Unlock()
 	s.wakeAll(wake)

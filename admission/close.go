@@ -45,7 +45,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 				j.err = &RejectedError{Reason: ErrClosed, Type: j.typ.name}
 				s.emitRejectedLocked(j, j.typ, j.key.name, ErrClosed, false, now)
 				wake = append(wake, j)
-			case !j.frozenAt.IsZero():
+			case j.frozenAt != 0:
 				// Paused background work cannot run while Close drains, and
 				// Close does not overrule an operator's pause: it is dropped.
 				s.unqueueLocked(j, now)

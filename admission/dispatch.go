@@ -117,7 +117,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 	}
 	s.seq++
 	j.typ, j.key = t, k
-	j.seq, j.enqueued = s.seq, now
+	j.seq, j.enqueued = s.seq, now.UnixNano()
 	if !j.ownPrio {
 		j.prio = t.cfg.Priority
 	}
@@ -139,7 +139,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		f = s.newFlowLocked(k, t, j.prio)
 	}
 	if t.paused || k.paused {
-		j.frozenAt = now // its aging clock starts when the pause lifts
+		j.frozenAt = now.UnixNano() // its aging clock starts when the pause lifts
 	}
 	j.flow = f
 	j.state = jobQueued
@@ -247,7 +247,7 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
 	rk := rankAt(t.aging, j.prio, j.agingAt, now.UnixNano())
 	j.eff, j.urgent, j.promoted = rk.eff, rk.urgent, rk.promoted
 	j.state = jobRunning
-	j.started = now
+	j.started = now.UnixNano()
 	j.est, j.cost = s.estimateLocked(t, j.jobID, now)
 	j.startTag = k.v
 	k.v += j.est / k.w
@@ -494,7 +494,7 @@ func (s *Scheduler) runningTimesLocked(t *typeState, now time.Time) (first, mean
 	first, sum := -1.0, 0.0
 	for _, slot := range s.running.s {
 		r := slot.v
-		rem := max(r.est-now.Sub(r.started).Seconds(), 0)
+		rem := max(r.est-sinceNs(now, r.started).Seconds(), 0)
 		if first < 0 || rem < first {
 			first = rem
 		}

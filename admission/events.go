@@ -242,8 +242,8 @@ func (s *Scheduler) emitRejectedLocked(j *job, t *typeState, key string, reason 
 	}
 	e := Event{Kind: EventRejected, Time: now, Type: t.name, JobID: j.jobID, Key: key, Foreground: j.foreground,
 		Err: &RejectedError{Reason: reason, PerKey: perKey, Type: t.name}}
-	if !j.enqueued.IsZero() {
-		e.Wait = now.Sub(j.enqueued)
+	if j.enqueued != 0 {
+		e.Wait = sinceNs(now, j.enqueued)
 	}
 	s.emitLocked(e)
 }
@@ -262,12 +262,12 @@ func (s *Scheduler) emitJobEndLocked(kind EventKind, j *job, err error, now time
 
 func (s *Scheduler) jobEvent(kind EventKind, j *job, now time.Time) Event {
 	e := Event{Kind: kind, Time: now, Type: j.typ.name, JobID: j.jobID, Foreground: j.foreground,
-		Wait: now.Sub(j.enqueued)}
+		Wait: sinceNs(now, j.enqueued)}
 	if j.key != nil {
 		e.Key = j.key.name
 	}
-	if !j.started.IsZero() { // admitted: the wait ended then
-		e.Wait = j.started.Sub(j.enqueued)
+	if j.started != 0 { // admitted: the wait ended then
+		e.Wait = time.Duration(j.started - j.enqueued)
 	}
 	return e
 }

@@ -145,11 +145,11 @@ func (s *Scheduler) checkInvariantsLocked() error {
 				return fmt.Errorf("key %q lists job %d with key %q state %d", name, j.seq, j.key.name, j.state)
 			}
 			perFlow[j.flow]++
-			if frozen := j.typ.paused || k.paused; frozen == j.frozenAt.IsZero() {
+			if frozen := j.typ.paused || k.paused; frozen == (j.frozenAt == 0) {
 				return fmt.Errorf("job %d: frozen at %v, type paused %v, key paused %v", j.seq, j.frozenAt, j.typ.paused, k.paused)
 			}
 			if j.xwaiting {
-				if j.typ.cfg.Access != Exclusive || !j.frozenAt.IsZero() {
+				if j.typ.cfg.Access != Exclusive || j.frozenAt != 0 {
 					return fmt.Errorf("job %d: xwaiting but shared or frozen", j.seq)
 				}
 				resXwait[resKey{j.typ.cfg.ConflictGroup, j.jobID}]++

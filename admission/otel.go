@@ -287,7 +287,7 @@ func (s *Scheduler) startWait(ctx context.Context, j *job, key string, qlen int)
 	}
 	_, sp := s.obs.tracer.Start(ctx, spanWait,
 		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(j.enqueued),
+		trace.WithTimestamp(time.Unix(0, j.enqueued)),
 		trace.WithAttributes(s.obs.identifiers(attrs, key, j.jobID)...))
 	return sp
 }
@@ -299,14 +299,14 @@ func (s *Scheduler) startWait(ctx context.Context, j *job, key string, qlen int)
 func (s *Scheduler) endWait(ctx context.Context, sp trace.Span, j *job, err error) {
 	r := resultOf(err)
 	to := j.typ.obs
-	var now time.Time // read only when needed: an admission knows its instant
+	var now int64 // read only when needed: an admission knows its instant
 	if r == resultAdmitted {
 		now = j.started
 		s.obs.prioHist.Record(ctx, int64(j.eff), to.prioOpts...)
 	} else {
-		now = s.now()
+		now = s.now().UnixNano()
 	}
-	wait := now.Sub(j.enqueued)
+	wait := time.Duration(now - j.enqueued)
 	s.obs.waitHist.Record(ctx, wait.Seconds(), to.waitOpts[r]...)
 	if !sp.IsRecording() {
 		sp.End()
@@ -323,7 +323,7 @@ func (s *Scheduler) endWait(ctx context.Context, sp trace.Span, j *job, err erro
 		sp.SetAttributes(attrPerKey.Bool(rej.PerKey))
 		sp.SetStatus(codes.Error, err.Error())
 	}
-	sp.End(trace.WithTimestamp(end))
+	sp.End(trace.WithTimestamp(time.Unix(0, end)))
 }
 
 // identifiers appends the raw fairness key and job ID when the user opted in.
@@ -351,14 +351,14 @@ func (s *Scheduler) submitted(t *typeState, err error) {
 // backgroundStarted records an admitted background job (runBackground).
 func (s *Scheduler) backgroundStarted(j *job) {
 	ctx, to := context.Background(), j.typ.obs
-	s.obs.waitHist.Record(ctx, j.started.Sub(j.enqueued).Seconds(), to.waitOpts[resultAdmitted]...)
+	s.obs.waitHist.Record(ctx, time.Duration(j.started-j.enqueued).Seconds(), to.waitOpts[resultAdmitted]...)
 	s.obs.prioHist.Record(ctx, int64(j.eff), to.prioOpts...)
 }
 
 // backgroundDropped records a background job that left the queue without
 // running: pushed out, expired, or dropped by Close (reportDropped).
 func (s *Scheduler) backgroundDropped(j *job) {
-	s.obs.waitHist.Record(context.Background(), s.now().Sub(j.enqueued).Seconds(), j.typ.obs.waitOpts[resultOf(j.err)]...)
+	s.obs.waitHist.Record(context.Background(), sinceNs(s.now(), j.enqueued).Seconds(), j.typ.obs.waitOpts[resultOf(j.err)]...)
 }
 
 // ---- learned cost (under the lock) ----

@@ -172,9 +172,9 @@ func (s *Scheduler) refreezeLocked(keys []*keyState, match func(*job) bool, now 
 			}
 			frozen := j.typ.paused || j.key.paused
 			switch {
-			case frozen && j.frozenAt.IsZero():
+			case frozen && j.frozenAt == 0:
 				s.freezeLocked(j, now)
-			case !frozen && !j.frozenAt.IsZero():
+			case !frozen && j.frozenAt != 0:
 				s.thawLocked(j, now)
 			default:
 				continue
@@ -198,7 +198,7 @@ func (s *Scheduler) refreezeLocked(keys []*keyState, match func(*job) bool, now 
 
 // freezeLocked stops j's clocks: its aging clock and its TTL.
 func (s *Scheduler) freezeLocked(j *job, now time.Time) {
-	j.frozenAt = now
+	j.frozenAt = now.UnixNano()
 	if t := j.timer(); t != nil {
 		t.Stop()
 	}
@@ -210,8 +210,8 @@ func (s *Scheduler) freezeLocked(j *job, now time.Time) {
 // thawLocked restarts j's clocks where they stopped: the time it was frozen
 // counts neither as waiting for aging nor against its TTL.
 func (s *Scheduler) thawLocked(j *job, now time.Time) {
-	d := now.Sub(j.frozenAt)
-	j.frozenAt = time.Time{}
+	d := sinceNs(now, j.frozenAt)
+	j.frozenAt = 0
 	j.agingAt += int64(d)
 	if b := j.bg; b != nil && !b.expiresAt.IsZero() {
 		b.expiresAt = b.expiresAt.Add(d)

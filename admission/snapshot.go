@@ -239,7 +239,7 @@ func (s *Scheduler) queueOrderLocked(keys []*keyState, now time.Time) []QueuedSn
 		out[i] = QueuedSnapshot{
 			Type: j.typ.name, JobID: j.jobID, Key: j.key.name,
 			BasePriority: j.prio, EffectivePriority: r.eff, Urgent: r.urgent,
-			Wait: now.Sub(j.enqueued), BlockedBy: s.blockedByLocked(j, r, now),
+			Wait: sinceNs(now, j.enqueued), BlockedBy: s.blockedByLocked(j, r, now),
 		}
 	}
 	return out

@@ -67,14 +67,14 @@ type job struct {
 	// allocates no channel; waiting says whether the caller is parked on it
 	// (only then is a token sent, so none is ever left stale).
 	ready    chan struct{}
-	bg       *bgJob    // background jobs only: nil for requests
-	started  time.Time // admission
-	enqueued time.Time // arrival
+	bg       *bgJob // background jobs only: nil for requests
+	started  int64  // admission, Unix nanoseconds (as every instant below); 0 = not admitted
+	enqueued int64  // arrival
 	eff      Priority
 	promoted int // aging promotions at admission
 
 	// Rarely used.
-	frozenAt time.Time          // when its type or key was paused while it was queued; zero = not frozen
+	frozenAt int64              // when its type or key was paused while it was queued; 0 = not frozen
 	err      error              // why the job ended without running
 	invCost  float64            // ShortestFirst types: 1/estimated cost in seconds at arrival
 	cancel   context.CancelFunc // RunSync and background: cancelled at Close

@@ -47,7 +47,7 @@ func (c *core) finish(j *job) []*job {
 	c.t.Helper()
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	c.s.finishLocked(j, c.now, c.now.Sub(j.started), true)
+	c.s.finishLocked(j, c.now, sinceNs(c.now, j.started), true)
 	wake := c.s.dispatchLocked(c.now, nil)
 	c.check()
 	return wake
