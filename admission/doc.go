@@ -43,7 +43,9 @@
 // Key state and cost estimates live in bounded LRU maps (golang-lru/v2's
 // simplelru, used under the scheduler's one mutex; expiry is checked lazily
 // against the clock, so no goroutine maintains them). A key's recency is its
-// last arrival. Only idle key state is ever forgotten: if the LRU evicts a
+// last activation (an arrival that found it idle): arrivals at an active key
+// leave the LRU alone, which at tens of thousands of keys saves two cache
+// misses per arrival. Only idle key state is ever forgotten: if the LRU evicts a
 // key with queued or running work, the eviction callback keeps it aside
 // (pinned) until it goes idle, when it is tracked by the LRU again. A
 // forgotten key that returns starts at V_sys, exactly as a new one does, so

@@ -43,8 +43,9 @@ type Scheduler struct {
 	// looks at the top of each.
 	ready []*typeState
 
-	keys        *simplelru.LRU[string, *keyState]   // key state, bounded; recency = last arrival
+	keys        *simplelru.LRU[string, *keyState]   // key state, bounded; recency = last activation
 	pinned      map[string]*keyState                // active keys the LRU evicted, until they go idle
+	keysFront   *keyState                           // the key last added or moved to the front of keys: marking it used again changes nothing
 	pausedKeys  map[string]*pause                   // PauseKey; keyState.paused mirrors it for tracked keys
 	weights     map[string]float64                  // SetWeight overrides, by key
 	pending     map[costKey]*job                    // queued background jobs of types with a DuplicatePolicy
@@ -215,12 +216,21 @@ func (s *Scheduler) policyFor(name string) KeyPolicy {
 	return s.cfg.DefaultKey
 }
 
-// keyLocked returns the tracked state of key name, or nil, and marks it
-// recently used. Active keys are always found: the LRU may evict one (it
-// only knows recency), and then onKeyEvicted keeps it in s.pinned until it
-// goes idle.
+// keyLocked returns the tracked state of key name, or nil, without touching
+// its recency: wakeKeyLocked marks a key used when it becomes active, which
+// is all the LRU needs (below). Active keys are always found: the LRU may
+// evict one, and then onKeyEvicted keeps it in s.pinned until it goes idle.
+//
+// A key's recency is its last activation, not its last arrival. Only idle
+// keys are ever forgotten, and an idle key's last activation began the busy
+// period that ended when it went idle, so the LRU still forgets the keys
+// idle longest first, near enough; a key active for long may reach the cold
+// end, where eviction pins it until it is idle and re-added at the front.
+// Moving a key to the front at every arrival cost two cache misses
+// (its neighbours in the LRU's list) per arrival once the keys outgrow the
+// cache.
 func (s *Scheduler) keyLocked(name string) *keyState {
-	if k, ok := s.keys.Get(name); ok {
+	if k, ok := s.keys.Peek(name); ok {
 		return k
 	}
 	if len(s.pinned) > 0 {
@@ -229,14 +239,9 @@ func (s *Scheduler) keyLocked(name string) *keyState {
 	return nil
 }
 
-// peekKeyLocked returns the tracked state of key name, or nil, without
-// touching its recency.
-func (s *Scheduler) peekKeyLocked(name string) *keyState {
-	if k, ok := s.keys.Peek(name); ok {
-		return k
-	}
-	return s.pinned[name]
-}
+// peekKeyLocked is keyLocked, for callers that only look (it never touches
+// recency either).
+func (s *Scheduler) peekKeyLocked(name string) *keyState { return s.keyLocked(name) }
 
 // onKeyEvicted is the LRU's eviction callback: idle state is forgotten (safe:
 // a returning key starts at V_sys), active state is pinned.
@@ -257,8 +262,14 @@ func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now time.Time) *keyS
 	switch {
 	case k != nil && k.active:
 		return k
-	case k != nil && now.Sub(k.idleSince) > s.cfg.KeyTTL:
-		k.v = s.vsys // expired: its history is forgotten, as if evicted
+	case k != nil:
+		if k != s.keysFront { // (a key that comes and goes alone is at the front already)
+			s.keys.Get(name) // recently used: an idle key is in the LRU, never pinned
+			s.keysFront = k
+		}
+		if now.Sub(k.idleSince) > s.cfg.KeyTTL {
+			k.v = s.vsys // expired: its history is forgotten, as if evicted
+		}
 	case k == nil:
 		s.expireKeysLocked(now)
 		p := s.policyFor(name)
@@ -267,6 +278,7 @@ func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now time.Time) *keyS
 			k.paused = s.pausedKeys[name] != nil
 		}
 		s.keys.Add(name, k)
+		s.keysFront = k
 	}
 	if k.v < s.vsys {
 		k.v = s.vsys
@@ -277,7 +289,10 @@ func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now time.Time) *keyS
 }
 
 // expireKeysLocked forgets up to two idle keys past KeyTTL from the cold end
-// of the LRU, so idle state also expires by time without a sweeper.
+// of the LRU, so idle state also expires by time without a sweeper. It stops
+// at an active key there (one active since long ago): expired keys behind
+// it then wait for MaxKeys to evict them, and a key that returns after
+// KeyTTL is treated as new whether or not it was forgotten.
 func (s *Scheduler) expireKeysLocked(now time.Time) {
 	for range 2 {
 		_, k, ok := s.keys.GetOldest()
@@ -300,6 +315,7 @@ func (s *Scheduler) maybeIdleLocked(k *keyState, now time.Time) {
 		if _, ok := s.pinned[k.name]; ok { // evicted while active: tracked again
 			delete(s.pinned, k.name)
 			s.keys.Add(k.name, k)
+			s.keysFront = k
 		}
 	}
 }

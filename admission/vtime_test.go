@@ -182,6 +182,41 @@ func TestKeyExpiryAndEviction(t *testing.T) {
 	}
 }
 
+// TestKeyRecencyIsActivation: arrivals at an active key leave the LRU's
+// order alone; the key is marked used when it becomes active. a activates
+// before b, then arrives again while active; with MaxKeys 2 the next new
+// key evicts a (least recently activated), not b.
+func TestKeyRecencyIsActivation(t *testing.T) {
+	c := newCore(t, Config{Capacity: 4, MaxKeys: 2}, map[JobType]JobTypeConfig{"x": {Priority: 4, DefaultCost: time.Second}})
+	a1, _ := c.arrive("x", "a", "1")
+	b1, _ := c.arrive("x", "b", "1")
+	a2, _ := c.arrive("x", "a", "2") // a is active: no change of recency
+	for _, j := range []*job{a1, b1, a2} {
+		c.finish(j)
+	}
+	j, _ := c.arrive("x", "c", "1")
+	c.finish(j)
+	c.s.mu.Lock()
+	_, keptA := c.s.keys.Peek("a")
+	_, keptB := c.s.keys.Peek("b")
+	c.s.mu.Unlock()
+	if keptA || !keptB {
+		t.Fatalf("after c: a kept %v, b kept %v; want a evicted (activated first), b kept", keptA, keptB)
+	}
+	// Activation marks the key used: b, activated again, outlives c.
+	j, _ = c.arrive("x", "b", "2")
+	c.finish(j)
+	j, _ = c.arrive("x", "d", "1")
+	c.finish(j)
+	c.s.mu.Lock()
+	_, keptB = c.s.keys.Peek("b")
+	_, keptC := c.s.keys.Peek("c")
+	c.s.mu.Unlock()
+	if !keptB || keptC {
+		t.Fatalf("after d: b kept %v, c kept %v; want b kept (activated again), c evicted", keptB, keptC)
+	}
+}
+
 // TestCostTTL: a cost estimate older than CostTTL is forgotten.
 func TestCostTTL(t *testing.T) {
 	c := newCore(t, Config{Capacity: 1, CostTTL: time.Hour}, map[JobType]JobTypeConfig{"x": {Priority: 1, DefaultCost: time.Second}})
