@@ -152,7 +152,12 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 	if !j.foreground {
 		s.bgQueued++
 	}
-	s.syncFlowLocked(f, now)
+	if f.typIdx == -1 || f.jobs.Top() == j {
+		// A job that joins a flow already in its type's order behind its
+		// head changes nothing that orders the flow (its head, its key's
+		// virtual time and MinSeats status): the usual arrival skips the sync.
+		s.syncFlowLocked(f, now)
+	}
 	return wake, nil
 }
 
