@@ -116,8 +116,17 @@ func BenchmarkUnaryRPC(b *testing.B) {
 // turn in one loop, rotating which goes first, so that the load of a shared
 // machine, which drifts over seconds, weighs on all alike. It reports each
 // server's mean latency per call and fairseat's overhead in percent over no
-// interceptor and over the no-op one. Every call is timed with two clock
-// reads, the same for all.
+// interceptor and over the no-op one, and the same for the median call
+// (p50-). Every call is timed with two clock reads, the same for all.
+//
+// The mean includes the rare slow calls: a GC cycle's pauses and assists,
+// a stack growth, a preemption by another process on a shared machine (a
+// few milliseconds on one call in thousands). They make it swing by
+// several percent from run to run even between two identical servers,
+// while their median calls stay within a few tenths of a percent of each
+// other; the interceptor's work is in every call, so the median carries it
+// all, but not its share of the GC work its allocations cause, which only
+// the mean does. Read both.
 func BenchmarkUnaryRPCPaired(b *testing.B) {
 	sched := benchScheduler(b)
 	ccs := make([]*grpc.ClientConn, len(benchVariants))
@@ -137,21 +146,47 @@ func BenchmarkUnaryRPCPaired(b *testing.B) {
 		call(cc) // connect outside the timing
 	}
 	total := make([]time.Duration, len(ccs))
+	hists := make([]latencies, len(ccs))
 	n := 0
 	b.ReportAllocs()
 	for b.Loop() {
 		for j := range ccs {
 			k := (n + j) % len(ccs)
-			total[k] += call(ccs[k])
+			d := call(ccs[k])
+			total[k] += d
+			hists[k].add(d)
 		}
 		n++
 	}
 	mean := func(i int) float64 { return float64(total[i]) / float64(n) }
+	median := func(i int) float64 { return hists[i].quantile(0.5, n) }
 	for i, v := range benchVariants {
 		b.ReportMetric(mean(i), "ns-"+v+"/call")
+		b.ReportMetric(median(i), "p50-ns-"+v+"/call")
 	}
 	b.ReportMetric(100*(mean(2)-mean(0))/mean(0), "overhead-vs-none-%")
 	b.ReportMetric(100*(mean(2)-mean(1))/mean(1), "overhead-vs-noop-%")
+	b.ReportMetric(100*(median(2)-median(0))/median(0), "p50-overhead-vs-none-%")
+	b.ReportMetric(100*(median(2)-median(1))/median(1), "p50-overhead-vs-noop-%")
+}
+
+// latencies counts call latencies in 10 ns buckets up to 200 µs, the last
+// bucket holding all slower calls. It has a fixed size, so recording a call
+// allocates nothing in the timed loop.
+type latencies [20000]int32
+
+func (h *latencies) add(d time.Duration) { h[min(max(int(d/10), 0), len(h)-1)]++ }
+
+// quantile returns the q-quantile of the n calls recorded, in nanoseconds
+// (the lower bound of its bucket).
+func (h *latencies) quantile(q float64, n int) float64 {
+	c := 0
+	for i, v := range h {
+		if c += int(v); float64(c) >= q*float64(n) {
+			return float64(i * 10)
+		}
+	}
+	return float64(len(h) * 10)
 }
 
 // BenchmarkAdmit measures fairseat's interceptor alone, called directly
