@@ -76,8 +76,9 @@ const (
 // the recent ones, so that the key of a returning client costs no
 // allocation and is the same string each time. It is a direct-mapped cache
 // of ipKeySlots entries: a client whose slot another client took since its
-// last call gets its key built again, as IP builds it. Make one with
-// NewIPKeys; it is safe for concurrent use.
+// last call gets its key built again, as IP builds it. NewIPKeys makes one
+// for a grouping; the zero value is an empty cache for DefaultIPv6Prefix.
+// It must not be copied after first use, and is safe for concurrent use.
 type IPKeys struct {
 	v6Prefix int
 	slots    [ipKeySlots]atomic.Pointer[ipKeyEntry]

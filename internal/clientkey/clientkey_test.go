@@ -203,3 +203,14 @@ func TestBoundUnprintable(t *testing.T) {
 		t.Errorf("unprintable namespace kept: %q", got)
 	}
 }
+
+// The zero IPKeys groups IPv6 addresses as IP does by default.
+func TestIPKeysZero(t *testing.T) {
+	var c IPKeys
+	for _, s := range []string{"203.0.113.7", "2001:db8:1:2:aaaa::1"} {
+		a := netip.MustParseAddr(s)
+		if got, want := c.Key(a), IP(a, 0); got != want {
+			t.Errorf("zero IPKeys: Key(%s) = %q, want %q", s, got, want)
+		}
+	}
+}
