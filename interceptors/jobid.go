@@ -76,16 +76,6 @@ type resolvedPath struct {
 	fds []protoreflect.FieldDescriptor
 }
 
-// fieldValue resolves names against msg's descriptor, then reads the
-// value.
-func fieldValue(msg protoreflect.Message, names []string, path string) (string, error) {
-	fds, err := resolveFields(msg.Descriptor(), names, path)
-	if err != nil {
-		return "", err
-	}
-	return readField(msg, fds, path)
-}
-
 // resolveFields resolves names against md. Resolving before reading makes
 // a path the message type cannot have an Internal error whatever the
 // message holds, so a configuration error never passes for the client's.
@@ -111,20 +101,31 @@ func resolveFields(md protoreflect.MessageDescriptor, names []string, path strin
 
 // readField reads the scalar at the end of a resolved path in msg.
 func readField(msg protoreflect.Message, fds []protoreflect.FieldDescriptor, path string) (string, error) {
-	for i, fd := range fds {
+	leaf := fds[len(fds)-1]
+	for _, fd := range fds[:len(fds)-1] {
 		if !msg.IsValid() || !msg.Has(fd) {
 			return "", status.Errorf(codes.InvalidArgument, "job ID field %q is not set", path)
 		}
-		if i < len(fds)-1 {
-			msg = msg.Get(fd).Message()
-		}
+		msg = msg.Get(fd).Message()
 	}
-	last := fds[len(fds)-1]
-	s := formatScalar(last, msg.Get(last))
-	if s == "" { // a proto2 or optional field explicitly set to ""
-		return "", status.Errorf(codes.InvalidArgument, "job ID field %q is empty", path)
+	if !msg.IsValid() {
+		return "", status.Errorf(codes.InvalidArgument, "job ID field %q is not set", path)
 	}
-	return s, nil
+	// A string or bytes field that holds something is set, with or without
+	// explicit presence: only an empty one needs Has, to say which error it
+	// is. A zero integer or enum is a job ID when its presence is explicit.
+	k := leaf.Kind()
+	text := k == protoreflect.StringKind || k == protoreflect.BytesKind
+	if !text && !msg.Has(leaf) {
+		return "", status.Errorf(codes.InvalidArgument, "job ID field %q is not set", path)
+	}
+	if s := formatScalar(leaf, k, msg.Get(leaf)); s != "" {
+		return s, nil
+	}
+	if !msg.Has(leaf) {
+		return "", status.Errorf(codes.InvalidArgument, "job ID field %q is not set", path)
+	}
+	return "", status.Errorf(codes.InvalidArgument, "job ID field %q is empty", path) // a proto2 or optional field explicitly set to ""
 }
 
 func lookupField(md protoreflect.MessageDescriptor, name string) protoreflect.FieldDescriptor {
@@ -144,9 +145,9 @@ func scalarKind(k protoreflect.Kind) bool {
 	return true
 }
 
-// formatScalar formats a value of a kind scalarKind accepts.
-func formatScalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) string {
-	switch fd.Kind() {
+// formatScalar formats a value of fd, whose kind k scalarKind accepts.
+func formatScalar(fd protoreflect.FieldDescriptor, k protoreflect.Kind, v protoreflect.Value) string {
+	switch k {
 	case protoreflect.StringKind:
 		return v.String()
 	case protoreflect.BytesKind:

@@ -75,19 +75,24 @@ func Principal(get func(ctx context.Context) (string, bool)) KeyFunc {
 // unverified one can claim any name. Without one it returns "".
 func ClientCert() KeyFunc {
 	return func(ctx context.Context) (string, error) {
-		p, ok := peer.FromContext(ctx)
-		if !ok {
-			return "", nil
-		}
-		var chains [][]*x509.Certificate
-		switch ti := p.AuthInfo.(type) {
-		case credentials.TLSInfo:
-			chains = ti.State.VerifiedChains
-		case *credentials.TLSInfo:
-			chains = ti.State.VerifiedChains
-		}
-		return clientkey.Cert(chains), nil
+		p, _ := peer.FromContext(ctx)
+		return certKey(p), nil
 	}
+}
+
+// certKey is ClientCert's key for the transport peer p (nil: none).
+func certKey(p *peer.Peer) string {
+	if p == nil {
+		return ""
+	}
+	var chains [][]*x509.Certificate
+	switch ti := p.AuthInfo.(type) {
+	case credentials.TLSInfo:
+		chains = ti.State.VerifiedChains
+	case *credentials.TLSInfo:
+		chains = ti.State.VerifiedChains
+	}
+	return clientkey.Cert(chains)
 }
 
 // ClientIP returns a KeyFunc for the client's IP address: the address that
@@ -101,22 +106,52 @@ func ClientCert() KeyFunc {
 // prefix in CIDR form ("ip:203.0.113.7", "ip:2001:db8:1:2::/64"). A peer
 // without an IP address (a Unix socket) is an error.
 func ClientIP(v6Prefix int) KeyFunc {
+	keys := clientkey.NewIPKeys(v6Prefix)
 	return func(ctx context.Context) (string, error) {
 		if a, ok := realip.FromContext(ctx); ok && a.IsValid() {
-			return clientkey.IP(a, v6Prefix), nil
+			return keys.Key(a), nil
 		}
 		if a, ok := peerAddr(ctx); ok {
-			return clientkey.IP(a, v6Prefix), nil
+			return keys.Key(a), nil
 		}
 		return "", errNoIP
 	}
 }
 
+// defaultKey is the default KeyFunc, FirstOf(ClientCert(),
+// ClientIP(clientkey.DefaultIPv6Prefix)), in one function that looks the
+// peer up once: it runs on every call.
+func defaultKey() KeyFunc {
+	keys := clientkey.NewIPKeys(clientkey.DefaultIPv6Prefix)
+	return func(ctx context.Context) (string, error) {
+		p, _ := peer.FromContext(ctx)
+		if k := certKey(p); k != "" {
+			return k, nil
+		}
+		if a, ok := realip.FromContext(ctx); ok && a.IsValid() {
+			return keys.Key(a), nil
+		}
+		if a, ok := addrOf(p); ok {
+			return keys.Key(a), nil
+		}
+		return "", errNoDefaultKey
+	}
+}
+
+// errNoDefaultKey is what FirstOf(ClientCert(), ClientIP(n)) returns for a
+// peer without a certificate or an IP address.
+var errNoDefaultKey = errors.Join(ErrNoKey, errNoIP)
+
 // peerAddr returns the IP address of the transport peer, without
 // allocating for the usual *net.TCPAddr.
 func peerAddr(ctx context.Context) (netip.Addr, bool) {
-	p, ok := peer.FromContext(ctx)
-	if !ok || p.Addr == nil {
+	p, _ := peer.FromContext(ctx)
+	return addrOf(p)
+}
+
+// addrOf returns the IP address of the transport peer p (nil: none).
+func addrOf(p *peer.Peer) (netip.Addr, bool) {
+	if p == nil || p.Addr == nil {
 		return netip.Addr{}, false
 	}
 	switch a := p.Addr.(type) {

@@ -5,7 +5,6 @@ import (
 	"maps"
 
 	"github.com/fairseat/fairseat/admission"
-	"github.com/fairseat/fairseat/internal/clientkey"
 )
 
 // An Option configures the interceptors. Nil options are ignored; when an
@@ -104,7 +103,7 @@ func newConfig(s *admission.Scheduler, opts []Option) *config {
 		status:    o.status,
 	}
 	if c.key == nil {
-		c.key = FirstOf(ClientCert(), ClientIP(clientkey.DefaultIPv6Prefix))
+		c.key = defaultKey() // FirstOf(ClientCert(), ClientIP(64)), fused
 	}
 	if c.status == nil {
 		c.status = DefaultStatus

@@ -11,12 +11,14 @@ package clientkey
 import (
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -32,21 +34,88 @@ const DefaultMaxLen = 128
 // v6Prefix bits in CIDR form. v6Prefix outside [1, 128] means
 // DefaultIPv6Prefix. The zone is dropped.
 func IP(addr netip.Addr, v6Prefix int) string {
+	addr, bits := group(addr, v6Prefix)
+	return ipKey(addr, bits)
+}
+
+// group returns the address that stands for addr's client (unmapped,
+// without zone, an IPv6 address masked to v6Prefix bits) and the prefix
+// length its key shows (0 for IPv4, which shows none).
+func group(addr netip.Addr, v6Prefix int) (netip.Addr, int) {
 	addr = addr.Unmap().WithZone("")
-	switch {
-	case !addr.IsValid():
-		return "ip:invalid"
-	}
-	var buf [64]byte // "ip:" and the longest IPv6 prefix fit: one allocation, the result
-	b := append(buf[:0], "ip:"...)
-	if addr.Is4() {
-		return string(addr.AppendTo(b))
+	if !addr.IsValid() || addr.Is4() {
+		return addr, 0
 	}
 	if v6Prefix < 1 || v6Prefix > 128 {
 		v6Prefix = DefaultIPv6Prefix
 	}
 	p, _ := addr.Prefix(v6Prefix) // cannot fail for a valid IPv6 address and bits in range
-	return string(p.AppendTo(b))
+	return p.Addr(), v6Prefix
+}
+
+// ipKey formats the key of a grouped address.
+func ipKey(addr netip.Addr, bits int) string {
+	if !addr.IsValid() {
+		return "ip:invalid"
+	}
+	var buf [64]byte // "ip:" and the longest IPv6 prefix fit: one allocation, the result
+	b := append(buf[:0], "ip:"...)
+	if bits == 0 {
+		return string(addr.AppendTo(b))
+	}
+	return string(netip.PrefixFrom(addr, bits).AppendTo(b))
+}
+
+// An IPKeys cache has 1<<ipKeyBits slots: 2 KiB of pointers.
+const (
+	ipKeyBits  = 8
+	ipKeySlots = 1 << ipKeyBits
+)
+
+// IPKeys returns the keys IP returns for one IPv6 grouping and remembers
+// the recent ones, so that the key of a returning client costs no
+// allocation and is the same string each time. It is a direct-mapped cache
+// of ipKeySlots entries: a client whose slot another client took since its
+// last call gets its key built again, as IP builds it. NewIPKeys makes one
+// for a grouping; the zero value is an empty cache for DefaultIPv6Prefix.
+// It must not be copied after first use, and is safe for concurrent use.
+type IPKeys struct {
+	v6Prefix int
+	slots    [ipKeySlots]atomic.Pointer[ipKeyEntry]
+}
+
+// ipKeyEntry is one remembered key; it never changes once stored.
+type ipKeyEntry struct {
+	addr netip.Addr // grouped, as group returns it
+	key  string
+}
+
+// NewIPKeys returns an empty cache of the keys IP(addr, v6Prefix) returns.
+func NewIPKeys(v6Prefix int) *IPKeys {
+	return &IPKeys{v6Prefix: v6Prefix}
+}
+
+// Key returns IP(addr, v6Prefix), from the cache when it holds it.
+func (c *IPKeys) Key(addr netip.Addr) string {
+	addr, bits := group(addr, c.v6Prefix)
+	if !addr.IsValid() {
+		return "ip:invalid"
+	}
+	slot := &c.slots[slotOf(addr)]
+	if e := slot.Load(); e != nil && e.addr == addr {
+		return e.key
+	}
+	k := ipKey(addr, bits)
+	slot.Store(&ipKeyEntry{addr, k})
+	return k
+}
+
+// slotOf hashes a grouped address to its slot (Fibonacci hashing of the
+// address's 128 bits).
+func slotOf(addr netip.Addr) uint64 {
+	a := addr.As16()
+	hi, lo := binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])
+	return ((hi ^ lo) * 0x9e3779b97f4a7c15) >> (64 - ipKeyBits)
 }
 
 // ParseAddr parses "host:port", "[v6]:port" or a bare address, as found in

@@ -3,6 +3,7 @@ package clientkey
 import (
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -116,6 +117,76 @@ func FuzzParseAndKey(f *testing.F) {
 		if IP(a.Unmap(), 0) != k {
 			t.Fatalf("mapped and unmapped %v give different keys", a)
 		}
+		if got := fuzzKeys.Key(a); got != k { // a cache shared by all inputs: hits and collisions
+			t.Fatalf("IPKeys.Key(%v) = %q, IP gives %q", a, got, k)
+		}
+	})
+}
+
+var fuzzKeys = NewIPKeys(0)
+
+// IPKeys returns IP's keys, whether it remembers them or not, and builds a
+// remembered key no more.
+func TestIPKeys(t *testing.T) {
+	addrs := []string{"203.0.113.7", "::ffff:203.0.113.7", "2001:db8:1:2:aaaa::1", "2001:db8:1:2:bbbb::9",
+		"fe80::1%eth0", "fe80::1%eth1", "10.0.0.1", "::", "0.0.0.0"}
+	for i := range 1024 { // more clients than slots: some share one
+		addrs = append(addrs, netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)}).String())
+	}
+	for _, prefix := range []int{0, 48, 64, 128, 999} {
+		c := NewIPKeys(prefix)
+		for round := range 2 {
+			for _, s := range addrs {
+				a := netip.MustParseAddr(s)
+				if got, want := c.Key(a), IP(a, prefix); got != want {
+					t.Fatalf("round %d: NewIPKeys(%d).Key(%s) = %q, want %q", round, prefix, s, got, want)
+				}
+			}
+		}
+	}
+	c := NewIPKeys(0)
+	if got := c.Key(netip.Addr{}); got != "ip:invalid" {
+		t.Errorf("Key(zero) = %q", got)
+	}
+	a := netip.MustParseAddr("2001:db8::1")
+	c.Key(a)
+	if n := testing.AllocsPerRun(100, func() { c.Key(a) }); n != 0 {
+		t.Errorf("a remembered key allocates %v times", n)
+	}
+}
+
+// Many goroutines share one IPKeys (run with -race).
+func TestIPKeysConcurrent(t *testing.T) {
+	c := NewIPKeys(0)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 2000 {
+				a := netip.AddrFrom4([4]byte{10, byte(g), byte(i >> 8), byte(i)})
+				if got, want := c.Key(a), IP(a, 0); got != want {
+					t.Errorf("Key(%v) = %q, want %q", a, got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func BenchmarkIP(b *testing.B) {
+	a := netip.MustParseAddr("203.0.113.7")
+	b.Run("IP", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			IP(a, 0)
+		}
+	})
+	b.Run("IPKeys", func(b *testing.B) {
+		c := NewIPKeys(0)
+		b.ReportAllocs()
+		for b.Loop() {
+			c.Key(a)
+		}
 	})
 }
 
@@ -130,5 +201,16 @@ func TestBoundUnprintable(t *testing.T) {
 	}
 	if got := Bound("\xff:x", 0); !strings.HasPrefix(got, "sha256:") {
 		t.Errorf("unprintable namespace kept: %q", got)
+	}
+}
+
+// The zero IPKeys groups IPv6 addresses as IP does by default.
+func TestIPKeysZero(t *testing.T) {
+	var c IPKeys
+	for _, s := range []string{"203.0.113.7", "2001:db8:1:2:aaaa::1"} {
+		a := netip.MustParseAddr(s)
+		if got, want := c.Key(a), IP(a, 0); got != want {
+			t.Errorf("zero IPKeys: Key(%s) = %q, want %q", s, got, want)
+		}
 	}
 }
