@@ -181,35 +181,35 @@ func countIf[T any](s []T, f func(T) bool) int {
 
 // TestKeyedHeapRandom drives a keyedHeap with pushes, fixes after key
 // changes, removals from anywhere and pops, against a plain slice, checking
-// its invariants (positions, handles, keys, order) after every step.
+// its invariants (indexes, keys, order) after every step.
 func TestKeyedHeapRandom(t *testing.T) {
 	type elem struct {
-		v      int
-		handle int
+		v   int
+		idx int
 	}
 	for seed := range uint64(30) {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		h := keyedHeap[int, *elem]{
 			key:   func(e *elem) int { return e.v },
 			less:  func(a, b *int) bool { return *a < *b },
-			index: func(e *elem) *int { return &e.handle },
+			index: func(e *elem) *int { return &e.idx },
 		}
 		var in []*elem
 		for step := range 3000 {
 			switch op := rng.IntN(8); {
 			case op < 3:
-				e := &elem{v: rng.IntN(100), handle: -1}
+				e := &elem{v: rng.IntN(100), idx: -1}
 				h.Push(e)
 				in = append(in, e)
 			case op < 5 && len(in) > 0:
 				e := in[rng.IntN(len(in))]
 				e.v = rng.IntN(100)
-				h.Fix(e.handle)
+				h.Fix(e.idx)
 			case op < 6 && len(in) > 0:
 				i := rng.IntN(len(in))
-				h.Remove(in[i].handle)
-				if in[i].handle != -1 {
-					t.Fatalf("seed %d step %d: removed element keeps index %d", seed, step, in[i].handle)
+				h.Remove(in[i].idx)
+				if in[i].idx != -1 {
+					t.Fatalf("seed %d step %d: removed element keeps index %d", seed, step, in[i].idx)
 				}
 				in = slices.Delete(in, i, i+1)
 			case len(in) > 0:
