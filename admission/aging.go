@@ -61,25 +61,21 @@ func (s *Scheduler) rankLocked(j *job, now time.Time) rank {
 	return rankAt(j.typ.aging, j.prio, j.agingAt, now.UnixNano())
 }
 
-// sinceNs is the time from instant ns (Unix nanoseconds of a clock reading
-// of the scheduler) to now.
-func sinceNs(now time.Time, ns int64) time.Duration { return time.Duration(now.UnixNano() - ns) }
-
 // headRankLocked is the rank at now of f's best job. It is computed from
-// the flow and the job's order key alone whenever it can be: a flow's jobs
-// share their type and base priority, a FIFO flow's order key is its
-// head's aging start, and a queued job is frozen exactly while its type or
-// key is paused. So ranking a flow reads no job record, except the head of
-// a ShortestFirst flow or of a paused one.
+// the flow whenever it can be: a flow's jobs share their type and base
+// priority, headAgingAt reads the head's aging start from its order key,
+// and a queued job is frozen exactly while its type or key is paused. So
+// ranking a flow reads no job record, except the head of a paused one
+// (and of a ShortestFirst one, in headAgingAt).
 func (s *Scheduler) headRankLocked(f *flow, now time.Time) rank {
 	a := f.typ.aging
 	switch {
 	case a == nil:
 		return rank{eff: f.prio}
-	case f.typ.smithA > 0 || f.typ.paused || f.key.paused:
+	case f.typ.paused || f.key.paused:
 		return s.rankLocked(f.jobs.Top(), now)
 	}
-	return rankAt(a, f.prio, f.jobs.topKey().at, now.UnixNano())
+	return rankAt(a, f.prio, f.headAgingAt(), now.UnixNano())
 }
 
 // promotionsTo is n = ceil((target - base)/Step), the promotions a job of

@@ -56,7 +56,7 @@ func (s *Scheduler) SetWeight(key string, w float64) error {
 		}
 		name := foldIdentifier(key)
 		s.weights[name] = w
-		if k := s.peekKeyLocked(name); k != nil {
+		if k := s.keyLocked(name); k != nil {
 			s.setWeightLocked(k, w, now)
 		}
 		return nil
@@ -89,7 +89,7 @@ func (s *Scheduler) SetKeyPolicy(key string, p KeyPolicy) error {
 				ErrInvalidConfig, key, sum, s.cfg.Capacity)
 		}
 		s.cfg.Keys[name] = p
-		if k := s.peekKeyLocked(name); k != nil {
+		if k := s.keyLocked(name); k != nil {
 			k.policy = p
 			s.setWeightLocked(k, s.weightFor(name, p), now)
 			k.capped = p.MaxInFlight > 0 && k.running >= p.MaxInFlight

@@ -110,7 +110,7 @@ func (s *Scheduler) sharesLocked(out []share) []share {
 	confRunning := 0
 	for _, name := range o.keyNames {
 		var sh share
-		if k := s.peekKeyLocked(name); k != nil && k.active {
+		if k := s.keyLocked(name); k != nil && k.active {
 			sh = share{alloc: capacity * k.w / o.activeW, running: k.running, active: true}
 			confRunning += k.running
 		}

@@ -37,16 +37,21 @@ func lessKey(a, b *sortKey) bool {
 }
 
 // flowSortKey is f's sort key as of now: the rank syncFlowLocked stored in
-// f, its key's virtual time and MinSeats status, its head's age. The head's
-// age and sequence come from its order key in the flow's queue (a
-// ShortestFirst key is shifted by the job's cost, so then from the job).
+// f, its key's virtual time and MinSeats status, its head's age.
 func flowSortKey(f *flow) sortKey {
+	return sortKey{v: f.key.v, headAt: f.headAgingAt(), headSeq: f.jobs.topKey().seq, eff: f.eff, urgent: f.urgent, belowMin: f.key.belowMin()}
+}
+
+// headAgingAt is the aging start of f's best job, read from its order key
+// in the flow's queue, so that ordering flows reads no job record; only a
+// ShortestFirst key is shifted by the job's cost, and then it comes from
+// the job.
+func (f *flow) headAgingAt() int64 {
 	hk, h := f.jobs.top()
-	at := hk.at
 	if f.typ.smithA > 0 {
-		at = h.agingAt
+		return h.agingAt
 	}
-	return sortKey{v: f.key.v, headAt: at, headSeq: hk.seq, eff: f.eff, urgent: f.urgent, belowMin: f.key.belowMin()}
+	return hk.at
 }
 
 func newFlowHeap() ringHeap[sortKey, *flow] { return newRingHeap(flowSortKey, lessKey, flowTypIndex) }

@@ -113,7 +113,7 @@ func (s *Scheduler) pauseKeyLocked(name string, now time.Time) *pause {
 	s.pausedKeys[name].stop()
 	p := &pause{}
 	s.pausedKeys[name] = p
-	if k := s.peekKeyLocked(name); k != nil && !k.paused {
+	if k := s.keyLocked(name); k != nil && !k.paused {
 		k.paused = true
 		s.refreezeLocked([]*keyState{k}, nil, now)
 	}
@@ -123,7 +123,7 @@ func (s *Scheduler) pauseKeyLocked(name string, now time.Time) *pause {
 func (s *Scheduler) resumeKeyLocked(name string, now time.Time) {
 	s.pausedKeys[name].stop()
 	delete(s.pausedKeys, name)
-	k := s.peekKeyLocked(name)
+	k := s.keyLocked(name)
 	if k == nil || !k.paused {
 		return
 	}

@@ -86,9 +86,6 @@ func ringPos(i int) uint64   { return uint64(-2 - i) }
 
 func (q *ringHeap[K, T]) Len() int { return q.inRing + q.heap.Len() }
 
-// contains reports whether x is in q (given that it is in q or in none).
-func (q *ringHeap[K, T]) contains(x T) bool { return *q.heap.index(x) != -1 }
-
 func (q *ringHeap[K, T]) slot(p uint64) *ringSlot[K, T] { return &q.ring[p&uint64(len(q.ring)-1)] }
 
 // top returns the least element's key and the element; q must not be

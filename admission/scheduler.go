@@ -130,6 +130,10 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 // scheduler needs: it only ever subtracts its own readings.
 func (s *Scheduler) now() time.Time { return s.epoch.Add(time.Since(s.epoch)) }
 
+// sinceNs is the time from instant ns (Unix nanoseconds of one of the
+// scheduler's clock readings, as jobs keep them) to now.
+func sinceNs(now time.Time, ns int64) time.Duration { return time.Duration(now.UnixNano() - ns) }
+
 // RegisterType registers job type t. Registering the same type again with an
 // identical config is a no-op; with a different config it is an error, as is
 // a config that could never admit a job. It wraps [ErrInvalidConfig].
@@ -238,10 +242,6 @@ func (s *Scheduler) keyLocked(name string) *keyState {
 	}
 	return nil
 }
-
-// peekKeyLocked is keyLocked, for callers that only look (it never touches
-// recency either).
-func (s *Scheduler) peekKeyLocked(name string) *keyState { return s.keyLocked(name) }
 
 // onKeyEvicted is the LRU's eviction callback: idle state is forgotten (safe:
 // a returning key starts at V_sys), active state is pinned.

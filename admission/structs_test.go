@@ -179,21 +179,24 @@ func countIf[T any](s []T, f func(T) bool) int {
 	return n
 }
 
+// elem is what the heap tests order: an int key and the index the
+// structure keeps in it.
+type elem struct {
+	v   int
+	idx int
+}
+
+func elemKey(e *elem) int    { return e.v }
+func elemIndex(e *elem) *int { return &e.idx }
+func lessInt(a, b *int) bool { return *a < *b }
+
 // TestKeyedHeapRandom drives a keyedHeap with pushes, fixes after key
 // changes, removals from anywhere and pops, against a plain slice, checking
 // its invariants (indexes, keys, order) after every step.
 func TestKeyedHeapRandom(t *testing.T) {
-	type elem struct {
-		v   int
-		idx int
-	}
 	for seed := range uint64(30) {
 		rng := rand.New(rand.NewPCG(seed, 3))
-		h := keyedHeap[int, *elem]{
-			key:   func(e *elem) int { return e.v },
-			less:  func(a, b *int) bool { return *a < *b },
-			index: func(e *elem) *int { return &e.idx },
-		}
+		h := keyedHeap[int, *elem]{key: elemKey, less: lessInt, index: elemIndex}
 		var in []*elem
 		for step := range 3000 {
 			switch op := rng.IntN(8); {
@@ -235,17 +238,9 @@ func TestKeyedHeapRandom(t *testing.T) {
 // changed and fixed (in place, or moved), removals from anywhere and pops,
 // against a plain slice.
 func TestRingHeapRandom(t *testing.T) {
-	type elem struct {
-		v   int
-		idx int
-	}
 	for seed := range uint64(30) {
 		rng := rand.New(rand.NewPCG(seed, 5))
-		q := newRingHeap(
-			func(e *elem) int { return e.v },
-			func(a, b *int) bool { return *a < *b },
-			func(e *elem) *int { return &e.idx },
-		)
+		q := newRingHeap(elemKey, lessInt, elemIndex)
 		var in []*elem
 		next := 0
 		for step := range 3000 {

@@ -108,14 +108,26 @@ func certKey(p *peer.Peer) string {
 func ClientIP(v6Prefix int) KeyFunc {
 	keys := clientkey.NewIPKeys(v6Prefix)
 	return func(ctx context.Context) (string, error) {
-		if a, ok := realip.FromContext(ctx); ok && a.IsValid() {
-			return keys.Key(a), nil
-		}
-		if a, ok := peerAddr(ctx); ok {
-			return keys.Key(a), nil
+		if k, ok := clientIPKey(ctx, nil, keys); ok {
+			return k, nil
 		}
 		return "", errNoIP
 	}
+}
+
+// clientIPKey is ClientIP's key: realip's address, else that of the transport
+// peer p (looked up in ctx when nil).
+func clientIPKey(ctx context.Context, p *peer.Peer, keys *clientkey.IPKeys) (string, bool) {
+	if a, ok := realip.FromContext(ctx); ok && a.IsValid() {
+		return keys.Key(a), true
+	}
+	if p == nil {
+		p, _ = peer.FromContext(ctx)
+	}
+	if a, ok := addrOf(p); ok {
+		return keys.Key(a), true
+	}
+	return "", false
 }
 
 // defaultKey is the default KeyFunc, FirstOf(ClientCert(),
@@ -128,11 +140,8 @@ func defaultKey() KeyFunc {
 		if k := certKey(p); k != "" {
 			return k, nil
 		}
-		if a, ok := realip.FromContext(ctx); ok && a.IsValid() {
-			return keys.Key(a), nil
-		}
-		if a, ok := addrOf(p); ok {
-			return keys.Key(a), nil
+		if k, ok := clientIPKey(ctx, p, keys); ok {
+			return k, nil
 		}
 		return "", errNoDefaultKey
 	}
