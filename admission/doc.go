@@ -169,7 +169,7 @@
 // key, until Resume or a deadline. Its queued work keeps its place, and its
 // clocks stand still: each job records when it froze, and when it thaws its
 // aging start (and its TTL deadline) moves later by the time it was frozen,
-// so time paused counts neither towards aging nor against a TTL; the heaps
+// so time paused counts neither towards aging nor against a TTL; the queues
 // that order by those clocks are rebuilt for the jobs that moved. One
 // mechanism serves type pauses, key pauses and their overlap. The seats go
 // to other work meanwhile. A key whose pause lifts is brought up to V_sys,

@@ -11,7 +11,7 @@ type jobState uint8
 
 const (
 	jobNew     jobState = iota // built, not yet enqueued
-	jobQueued                  // in its flow's heap (flow.jobs)
+	jobQueued                  // in its flow's queue (flow.jobs)
 	jobParked                  // waiting on a held resource (resource.waiters[flow])
 	jobRunning                 // holds a seat (in Scheduler.running)
 	jobDone                    // released, rejected, cancelled or dropped
@@ -219,7 +219,7 @@ func newPromoHeap() ringHeap[promoKey, *flow] {
 //   - queued == the length of the list head..tail == the number of its jobs
 //     that are queued or parked; running == its jobs holding a seat.
 //   - capped iff policy.MaxInFlight > 0 and running >= policy.MaxInFlight;
-//     a held key (capped or paused) has its flows in no type heap.
+//     a held key (capped or paused) has its flows in no type's order.
 //   - paused iff the key is in Scheduler.pausedKeys; then its queued jobs
 //     are frozen (job.frozenAt set).
 //   - lenQ and lenStamp are queueLengths' record of queued (see there).
