@@ -10,6 +10,12 @@ import (
 // was promoted since the last dispatch, so every comparison uses the
 // effective priority at now.
 func (s *Scheduler) dispatchLocked(now time.Time, wake []*job) []*job {
+	if s.queued == 0 {
+		// Nothing to admit, no flow to re-rank, and the pressure gate is
+		// sampled again when work arrives (enqueueLocked) and re-armed
+		// only while work is queued.
+		return wake
+	}
 	for nowNs := now.UnixNano(); s.promos.Len() > 0 && s.promos.Top().promoAt <= nowNs; {
 		s.syncFlowLocked(s.promos.Top(), now)
 	}
@@ -62,10 +68,18 @@ func (s *Scheduler) pickLocked() *flow {
 // resourceLocked returns the conflict-table entry of j's resource, or nil
 // when j has no conflict group or nobody holds or waits on its resource.
 func (s *Scheduler) resourceLocked(j *job) *resource {
-	if j.typ.cfg.ConflictGroup == "" {
+	g := j.typ.cfg.ConflictGroup
+	if g == "" {
 		return nil
 	}
-	return s.resources[resKey{j.typ.cfg.ConflictGroup, j.jobID}]
+	if r := s.lastRes; r != nil && r.key.id == j.jobID && r.key.group == g {
+		return r // a repeat of the last resource looked up, without the map
+	}
+	r := s.resources[resKey{g, j.jobID}]
+	if r != nil {
+		s.lastRes = r
+	}
+	return r
 }
 
 // enqueueLocked puts a new job in its flow, applying the queue bounds. It
@@ -266,7 +280,9 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
 		switch {
 		case r == nil:
 			r = s.freeRes.get()
-			s.resources[resKey{g, j.jobID}] = r
+			r.key = resKey{g, j.jobID}
+			s.resources[r.key] = r
+			s.lastRes = r
 		case r.idle():
 			s.idleRes-- // an idle entry is in use again
 		}
@@ -288,7 +304,9 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
 		}
 	}
 	s.counters.Admitted++
-	s.counters.AgingPromotions += uint64(j.promoted)
+	if j.promoted > 0 { // (not written when zero: the counter's cache line stays cold)
+		s.counters.AgingPromotions += uint64(j.promoted)
+	}
 	if j.urgent {
 		s.counters.UrgentAdmissions++
 	}

@@ -29,6 +29,9 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	if err := s.lengths.verify(); err != nil {
 		return err
 	}
+	if err := s.checkFrontsLocked(); err != nil {
+		return err
+	}
 	if s.inUse != s.running.Len() || (s.inUse > s.cfg.Capacity && !s.overSeated) {
 		return fmt.Errorf("inUse %d, running %d, capacity %d", s.inUse, s.running.Len(), s.cfg.Capacity)
 	}
@@ -323,4 +326,35 @@ func ringElems[K comparable, T comparable](q *ringHeap[K, T]) []T {
 	var out []T
 	q.each(func(x T) { out = append(out, x) })
 	return out
+}
+
+// checkFrontsLocked checks the map-free shortcuts: keysFront and costsFront
+// are nil or the newest entry of their LRU, lastRes is nil or in the
+// conflict table under its key, and lastType is registered.
+func (s *Scheduler) checkFrontsLocked() error {
+	if k := s.keysFront; k != nil {
+		names := s.keys.Keys() // oldest first
+		if len(names) == 0 || names[len(names)-1] != k.name {
+			return fmt.Errorf("keysFront %q is not the newest key of the LRU", k.name)
+		}
+		if inLRU, _ := s.keys.Peek(k.name); inLRU != k {
+			return fmt.Errorf("keysFront %q is not the LRU's state of that key", k.name)
+		}
+	}
+	if e := s.costsFront; e != nil {
+		keys := s.costs.Keys()
+		if len(keys) == 0 || keys[len(keys)-1] != e.key {
+			return fmt.Errorf("costsFront %v is not the newest cost entry", e.key)
+		}
+		if inLRU, _ := s.costs.Peek(e.key); inLRU != e {
+			return fmt.Errorf("costsFront %v is not the LRU's entry of that key", e.key)
+		}
+	}
+	if r := s.lastRes; r != nil && s.resources[r.key] != r {
+		return fmt.Errorf("lastRes %v is not the entry of its key", r.key)
+	}
+	if t := s.lastType; t != nil && s.types[t.name] != t {
+		return fmt.Errorf("lastType %q is not registered", t.name)
+	}
+	return nil
 }

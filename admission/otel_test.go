@@ -645,6 +645,7 @@ func (s *Scheduler) seedCostLocked(k costKey, e *costEntry) {
 		t.obs.costN--
 	}
 	s.costs.Add(k, e)
+	s.costsFront = e
 	s.costAddedLocked(t, e)
 }
 

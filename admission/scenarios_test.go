@@ -63,7 +63,8 @@ func scnSeedCost(s *Scheduler, typ JobType, id string, est time.Duration) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seedCostLocked(costKey{typ, id}, &costEntry{est: est.Seconds(), at: now})
+	k := costKey{typ, id}
+	s.seedCostLocked(k, &costEntry{key: k, est: est.Seconds(), at: now})
 }
 
 // scnCheck is checkInvariants reporting with t.Errorf (once per test), so

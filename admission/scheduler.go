@@ -25,17 +25,51 @@ type Request struct {
 // (see the package doc). Create it with [New]; the zero value is not usable.
 // It is safe for concurrent use.
 type Scheduler struct {
-	// Fields above mu never change after New, except cfg.Capacity and
-	// cfg.Keys, which the runtime setters change under mu.
-	cfg        Config
-	log        *slog.Logger
-	baseCtx    context.Context    // parent of background jobs' contexts
-	cancelBase context.CancelFunc // cancels them at Close
-	wg         sync.WaitGroup     // background job goroutines
-	epoch      time.Time          // New's clock reading; now() counts from it
-	obs        *observer          // telemetry and events; otel.go says which of its fields mu guards
+	// The fields that every Acquire and Release touch come first, together
+	// in six cache lines with cfg and counters: on a busy server a call
+	// finds them cold (written last by another core), and each line is a
+	// miss. (The layout had them over thirteen lines.)
 
-	mu sync.Mutex // guards every field below
+	epoch time.Time // New's clock reading; now() counts from it. Never changes.
+	obs   *observer // telemetry and events; otel.go says which of its fields mu guards. Never changes.
+
+	mu sync.Mutex // guards the fields below, up to closeDone, except cfg (see there)
+
+	inUse   int     // seats held == running.Len()
+	queued  int     // queued and parked jobs, <= cfg.MaxQueue
+	vsys    float64 // V_sys, never decreases
+	seq     uint64  // last assigned job sequence number
+	closing bool    // Close was called
+	stopped bool    // Close is done: no timer is armed again
+	dryRun  bool    // Config.DryRun, or SetDryRun
+	// overSeated is set when SetCapacity or SetTypeLimit lowered a limit
+	// below the jobs running under it (never pre-empted); the test-only
+	// invariant checks then allow the excess.
+	overSeated bool
+
+	lastType   *typeState                          // the type typeLocked last found (types are never removed)
+	keys       *simplelru.LRU[string, *keyState]   // key state, bounded; recency = last activation
+	keysFront  *keyState                           // nil or the front (newest) of keys: looking it up or marking it used needs no map (see below)
+	pinned     map[string]*keyState                // active keys the LRU evicted, until they go idle
+	costs      *simplelru.LRU[costKey, *costEntry] // learned estimates, bounded
+	costsFront *costEntry                          // nil or the front (newest) of costs, as keysFront
+	// keysFront and costsFront are set by every call that makes an entry
+	// the newest (Get, Add). An LRU drops its newest entry only when it
+	// holds no other, by an eviction inside Add or by expireKeysLocked right
+	// before an Add, and the caller of that Add then sets the new front.
+	resources map[resKey]*resource    // held, waited-on or idle resources
+	lastRes   *resource               // nil or the entry resourceLocked last found or added
+	idleRes   int                     // entries of resources with no holder and no waiter
+	pressure  *pressureGate           // nil = no gate
+	running   keyedHeap[runKey, *job] // running jobs by start tag (V_sys)
+	freeJobs  freeList[job]           // records of released foreground permits
+	// cfg never changes after New, except Capacity and Keys, which the
+	// runtime setters change under mu. Its first two lines are hot too.
+	cfg      Config
+	counters Counters
+
+	// The rest is used less often; the fields after closeDone never change
+	// after New.
 
 	types map[JobType]*typeState
 	tiers map[Priority]*tierState
@@ -43,43 +77,24 @@ type Scheduler struct {
 	// looks at the top of each.
 	ready []*typeState
 
-	keys        *simplelru.LRU[string, *keyState]   // key state, bounded; recency = last activation
-	pinned      map[string]*keyState                // active keys the LRU evicted, until they go idle
-	keysFront   *keyState                           // the key last added or moved to the front of keys: marking it used again changes nothing
-	pausedKeys  map[string]*pause                   // PauseKey; keyState.paused mirrors it for tracked keys
-	weights     map[string]float64                  // SetWeight overrides, by key
-	pending     map[costKey]*job                    // queued background jobs of types with a DuplicatePolicy
-	retrying    map[*job]bool                       // background jobs waiting out a retry backoff
-	costs       *simplelru.LRU[costKey, *costEntry] // learned estimates, bounded
-	resources   map[resKey]*resource                // held, waited-on or idle resources
-	running     keyedHeap[runKey, *job]             // running jobs by start tag (V_sys)
-	promos      ringHeap[promoKey, *flow]           // flows by next promotion instant
-	lengths     queueLengths                        // keys with queued jobs, by count (push-out)
-	freeFlows   freeList[flow]                      // recycled flows, no jobs
-	freeRes     freeList[resource]                  // recycled conflict entries, no holder or waiter
-	freeJobs    freeList[job]                       // records of released foreground permits
-	freeWaiters freeList[jobQueue]                  // emptied waiter queues of resources
-	idleRes     int                                 // entries of resources with no holder and no waiter
-
-	inUse  int     // seats held == running.Len()
-	queued int     // queued and parked jobs, <= cfg.MaxQueue
-	vsys   float64 // V_sys, never decreases
-	seq    uint64  // last assigned job sequence number
+	pausedKeys  map[string]*pause         // PauseKey; keyState.paused mirrors it for tracked keys
+	weights     map[string]float64        // SetWeight overrides, by key
+	pending     map[costKey]*job          // queued background jobs of types with a DuplicatePolicy
+	retrying    map[*job]bool             // background jobs waiting out a retry backoff
+	promos      ringHeap[promoKey, *flow] // flows by next promotion instant
+	lengths     queueLengths              // keys with queued jobs, by count (push-out)
+	freeFlows   freeList[flow]            // recycled flows, no jobs
+	freeRes     freeList[resource]        // recycled conflict entries, no holder or waiter
+	freeWaiters freeList[jobQueue]        // emptied waiter queues of resources
 
 	bgQueued, bgRunning int           // background jobs queued and running
-	closing             bool          // Close was called
 	bgIdle              chan struct{} // closed when closing and no background job is left
 	closeDone           chan struct{} // closed when the first Close returns
 
-	// overSeated is set when SetCapacity or SetTypeLimit lowered a limit
-	// below the jobs running under it (never pre-empted); the test-only
-	// invariant checks then allow the excess.
-	overSeated bool
-	dryRun     bool          // Config.DryRun, or SetDryRun
-	pressure   *pressureGate // nil = no gate
-	stopped    bool          // Close is done: no timer is armed again
-
-	counters Counters
+	log        *slog.Logger
+	baseCtx    context.Context    // parent of background jobs' contexts
+	cancelBase context.CancelFunc // cancels them at Close
+	wg         sync.WaitGroup     // background job goroutines
 }
 
 // New returns a scheduler for cfg, or an error wrapping [ErrInvalidConfig]
@@ -170,10 +185,14 @@ func (s *Scheduler) RegisterType(t JobType, c JobTypeConfig) error {
 }
 
 func (s *Scheduler) typeLocked(t JobType) (*typeState, error) {
+	if ts := s.lastType; ts != nil && ts.name == t {
+		return ts, nil // a transport's route names its type with one string: equal pointers, no hashing
+	}
 	ts, ok := s.types[t]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownJobType, t)
 	}
+	s.lastType = ts
 	return ts, nil
 }
 
@@ -234,6 +253,9 @@ func (s *Scheduler) policyFor(name string) KeyPolicy {
 // (its neighbours in the LRU's list) per arrival once the keys outgrow the
 // cache.
 func (s *Scheduler) keyLocked(name string) *keyState {
+	if k := s.keysFront; k != nil && k.name == name {
+		return k // the key of the last activation, without the map
+	}
 	if k, ok := s.keys.Peek(name); ok {
 		return k
 	}
@@ -322,10 +344,17 @@ func (s *Scheduler) maybeIdleLocked(k *keyState, now time.Time) {
 
 // estimateLocked is the learned cost of (t, id) in seconds, and its entry
 // when one is tracked (possibly expired, in which case DefaultCost is used).
+//
+// Getting the LRU's newest entry again would move nothing, so a repeat of
+// the last (type, job ID) seen skips the map: costsFront is that entry.
 func (s *Scheduler) estimateLocked(t *typeState, id string, now time.Time) (float64, *costEntry) {
-	e, ok := s.costs.Get(costKey{t.name, id})
-	if !ok {
-		return t.cfg.DefaultCost.Seconds(), nil
+	e := s.costsFront
+	if e == nil || e.key.typ != t.name || e.key.id != id {
+		var ok bool
+		if e, ok = s.costs.Get(costKey{t.name, id}); !ok {
+			return t.cfg.DefaultCost.Seconds(), nil
+		}
+		s.costsFront = e
 	}
 	return e.estimate(t, now, s.cfg.CostTTL), e
 }
@@ -346,10 +375,11 @@ func (s *Scheduler) learnLocked(j *job, observed float64, now time.Time) {
 		k := costKey{t.name, j.jobID}
 		var ok bool
 		if e, ok = s.costs.Get(k); !ok {
-			e = &costEntry{est: t.cfg.DefaultCost.Seconds(), at: now}
+			e = &costEntry{key: k, est: t.cfg.DefaultCost.Seconds(), at: now}
 			s.costs.Add(k, e)
 			s.costAddedLocked(t, e)
 		}
+		s.costsFront = e
 	}
 	a := s.cfg.CostAlpha
 	prev, counted := e.est, !e.at.IsZero() // for the cost metric: an evicted entry has a zero time

@@ -335,6 +335,7 @@ type resKey struct {
 // a queued (ready) job on r — the one returned when r opened — so some job
 // will take the resource or hand the turn on.
 type resource struct {
+	key     resKey // its key in Scheduler.resources
 	holders int
 	excl    int
 	waiters map[*flow]*jobQueue
@@ -349,6 +350,7 @@ type costKey struct {
 }
 
 type costEntry struct {
+	key costKey // its key in Scheduler.costs
 	est float64 // seconds
 	at  time.Time
 }
