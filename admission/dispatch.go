@@ -68,18 +68,10 @@ func (s *Scheduler) pickLocked() *flow {
 // resourceLocked returns the conflict-table entry of j's resource, or nil
 // when j has no conflict group or nobody holds or waits on its resource.
 func (s *Scheduler) resourceLocked(j *job) *resource {
-	g := j.typ.cfg.ConflictGroup
-	if g == "" {
+	if j.typ.cfg.ConflictGroup == "" {
 		return nil
 	}
-	if r := s.lastRes; r != nil && r.key.id == j.jobID && r.key.group == g {
-		return r // a repeat of the last resource looked up, without the map
-	}
-	r := s.resources[resKey{g, j.jobID}]
-	if r != nil {
-		s.lastRes = r
-	}
-	return r
+	return s.resources[resKey{j.typ.cfg.ConflictGroup, j.jobID}]
 }
 
 // enqueueLocked puts a new job in its flow, applying the queue bounds. It
@@ -280,9 +272,7 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
 		switch {
 		case r == nil:
 			r = s.freeRes.get()
-			r.key = resKey{g, j.jobID}
-			s.resources[r.key] = r
-			s.lastRes = r
+			s.resources[resKey{g, j.jobID}] = r
 		case r.idle():
 			s.idleRes-- // an idle entry is in use again
 		}

@@ -7,16 +7,15 @@ import (
 	"time"
 )
 
-// The scheduler remembers the last type, key, cost entry and resource it
-// found (lastType, keysFront, costsFront, lastRes) to skip the map on a
-// repeat. These tests make each remembered entry go away — swept, evicted,
-// expired — and check that the shortcut forgets it with the map
-// (checkFrontsLocked, through checkInvariants) and that a repeat then
-// finds the map's entry.
+// The scheduler remembers the last type, key and cost entry it found
+// (lastType, keysFront, costsFront) to skip the map on a repeat.
+// TestFrontsForgottenByEviction makes each remembered entry go away and
+// checks that the shortcut follows the map (checkFrontsLocked, through
+// checkInvariants) and that a repeat then finds the map's entry.
 
-// TestLastResourceForgottenBySweep: idle conflict entries are swept in bulk
-// once more than maxIdleResources pile up; the last one used is among them.
-func TestLastResourceForgottenBySweep(t *testing.T) {
+// TestIdleResourcesSwept: idle conflict entries are swept in bulk once more
+// than maxIdleResources pile up, and the table works on after the sweep.
+func TestIdleResourcesSwept(t *testing.T) {
 	s := newTestScheduler(t, Config{Capacity: 1}, JobTypeConfig{}, JobTypeConfig{})
 	use := func(id string) {
 		t.Helper()

@@ -329,8 +329,7 @@ func ringElems[K comparable, T comparable](q *ringHeap[K, T]) []T {
 }
 
 // checkFrontsLocked checks the map-free shortcuts: keysFront and costsFront
-// are nil or the newest entry of their LRU, lastRes is nil or in the
-// conflict table under its key, and lastType is registered.
+// are nil or the newest entry of their LRU, and lastType is registered.
 func (s *Scheduler) checkFrontsLocked() error {
 	if k := s.keysFront; k != nil {
 		names := s.keys.Keys() // oldest first
@@ -349,9 +348,6 @@ func (s *Scheduler) checkFrontsLocked() error {
 		if inLRU, _ := s.costs.Peek(e.key); inLRU != e {
 			return fmt.Errorf("costsFront %v is not the LRU's entry of that key", e.key)
 		}
-	}
-	if r := s.lastRes; r != nil && s.resources[r.key] != r {
-		return fmt.Errorf("lastRes %v is not the entry of its key", r.key)
 	}
 	if t := s.lastType; t != nil && s.types[t.name] != t {
 		return fmt.Errorf("lastType %q is not registered", t.name)

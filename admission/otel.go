@@ -111,20 +111,17 @@ func resultOf(err error) outcome {
 }
 
 // observer holds the scheduler's tracing, metrics and events. The fields
-// above the line never change after New; those below are guarded by
-// Scheduler.mu.
+// above the first line and below the last never change after New; those
+// between are guarded by Scheduler.mu. The fields every request uses (up
+// to events' handler) come first, in two cache lines.
 type observer struct {
 	tracer   trace.Tracer
 	spanIDs  bool
 	waitHist metric.Float64Histogram
 	prioHist metric.Int64Histogram
-	reg      metric.Registration // the observable instruments' callback, or nil
-	keyNames []string            // Config.Keys, sorted: the fair-share series
-	keyIdx   map[string]int      // index of each in keyNames
+	keyNames []string // Config.Keys, sorted: the fair-share series
 
 	// ---- guarded by Scheduler.mu ----
-
-	events eventQueue // its handler never changes
 
 	// activeN and activeW are the number and total weight of active keys;
 	// otherN and otherW those of the active keys not in Config.Keys, kept
@@ -132,8 +129,13 @@ type observer struct {
 	// activeW).
 	activeN, otherN int
 	activeW, otherW float64
-	lastAlloc       []float64 // allocation last reported by an event, per series
+	events          eventQueue // its handler never changes
+	lastAlloc       []float64  // allocation last reported by an event, per series
 	scratch         []share
+
+	// ---- never change after newObserver ----
+	reg    metric.Registration // the observable instruments' callback, or nil
+	keyIdx map[string]int      // index of each in keyNames
 }
 
 // typeObs is a job type's precomputed attribute sets, and its learned-cost
@@ -141,12 +143,14 @@ type observer struct {
 // (the sum and number of the type's tracked cost estimates) are guarded by
 // Scheduler.mu.
 type typeObs struct {
-	waitOpts [numResults][]metric.RecordOption // type, tier, result
-	prioOpts []metric.RecordOption             // type, tier
-	attrs    attribute.Set                     // type, tier
-	typeOpt  metric.ObserveOption              // type
+	// An admission reads the first cache line: costSum to
+	// waitOpts[resultAdmitted].
 	costSum  float64
 	costN    int
+	prioOpts []metric.RecordOption             // type, tier
+	waitOpts [numResults][]metric.RecordOption // type, tier, result
+	attrs    attribute.Set                     // type, tier
+	typeOpt  metric.ObserveOption              // type
 }
 
 // newObserver creates the tracer and the instruments. Instrument errors go

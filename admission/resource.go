@@ -179,9 +179,6 @@ func (s *Scheduler) maybeFreeResourceLocked(r *resource) {
 		if r.idle() {
 			delete(s.resources, rk)
 			s.freeRes.put(r)
-			if r == s.lastRes {
-				s.lastRes = nil
-			}
 		}
 	}
 	s.idleRes = 0

@@ -58,7 +58,6 @@ type Scheduler struct {
 	// holds no other, by an eviction inside Add or by expireKeysLocked right
 	// before an Add, and the caller of that Add then sets the new front.
 	resources map[resKey]*resource    // held, waited-on or idle resources
-	lastRes   *resource               // nil or the entry resourceLocked last found or added
 	idleRes   int                     // entries of resources with no holder and no waiter
 	pressure  *pressureGate           // nil = no gate
 	running   keyedHeap[runKey, *job] // running jobs by start tag (V_sys)

@@ -224,21 +224,23 @@ func newPromoHeap() ringHeap[promoKey, *flow] {
 //     are frozen (job.frozenAt set).
 //   - lenQ and lenStamp are queueLengths' record of queued (see there).
 type keyState struct {
+	// A request's arrival and release touch only the first two cache
+	// lines: up to flows (of which they read the length).
 	name   string
 	policy KeyPolicy
 	w      float64 // policy weight, > 0
 	v      float64 // V_k
 
 	running, queued int
+	active          bool
+	capped          bool
+	paused          bool
+	idleSince       time.Time
 	flows           []*flow // flows with queued or parked jobs, one per type
-	head, tail      *job    // queued and parked jobs in arrival order
 
-	active    bool
-	capped    bool
-	paused    bool
-	idleSince time.Time
-	lenQ      int    // queued, as Scheduler.lengths last saw it
-	lenStamp  uint64 // stamp of the live entry in Scheduler.lengths; 0 = none
+	head, tail *job   // queued and parked jobs in arrival order
+	lenQ       int    // queued, as Scheduler.lengths last saw it
+	lenStamp   uint64 // stamp of the live entry in Scheduler.lengths; 0 = none
 }
 
 func (k *keyState) belowMin() bool { return k.running < k.policy.MinSeats }
@@ -289,18 +291,20 @@ func (k *keyState) unlinkJob(j *job) {
 // count the type's running and queued-or-parked jobs; paused iff pause !=
 // nil, and then the type's queued jobs are frozen.
 type typeState struct {
+	// The fields a request reads or writes come first, then cfg, whose
+	// first fields are the ones it reads: three cache lines.
 	name            JobType
-	cfg             JobTypeConfig // as registered
-	limit           int           // running jobs allowed: cfg.MaxConcurrency until SetTypeLimit; 0 = no cap
 	tier            *tierState
+	limit           int // running jobs allowed: cfg.MaxConcurrency until SetTypeLimit; 0 = no cap
 	running, queued int
-	flows           ringHeap[sortKey, *flow]
-	readyIdx        int
 	paused          bool
-	pause           *pause
-	smithA          float64      // Order ShortestFirst: the aging factor a; 0 = FIFO
 	aging           *AgingConfig // Config.Aging, or nil when the type has NoAging
 	obs             *typeObs     // attribute sets and cost sums of the metrics (otel.go)
+	smithA          float64      // Order ShortestFirst: the aging factor a; 0 = FIFO
+	readyIdx        int
+	cfg             JobTypeConfig // as registered
+	flows           ringHeap[sortKey, *flow]
+	pause           *pause
 }
 
 // blocked reports whether nothing of this type may start now (criteria 2 and
@@ -335,7 +339,6 @@ type resKey struct {
 // a queued (ready) job on r — the one returned when r opened — so some job
 // will take the resource or hand the turn on.
 type resource struct {
-	key     resKey // its key in Scheduler.resources
 	holders int
 	excl    int
 	waiters map[*flow]*jobQueue
