@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
@@ -252,7 +253,7 @@ func (s *Scheduler) policyFor(name string) KeyPolicy {
 // (its neighbours in the LRU's list) per arrival once the keys outgrow the
 // cache.
 func (s *Scheduler) keyLocked(name string) *keyState {
-	if k := s.keysFront; k != nil && k.name == name {
+	if k := s.keysFront; k != nil && sameStringData(k.name, name) {
 		return k // the key of the last activation, without the map
 	}
 	if k, ok := s.keys.Peek(name); ok {
@@ -341,6 +342,24 @@ func (s *Scheduler) maybeIdleLocked(k *keyState, now time.Time) {
 	}
 }
 
+// sameStringData reports whether a and b are the same string in memory,
+// without comparing bytes. The shortcuts for a repeat (keysFront,
+// costsFront's type) use it so that a miss costs no comparison call: a
+// transport's key function hands out one string per client (the client-IP
+// cache), the type name of a cost key is its type's own string, and an
+// equal string elsewhere in memory just takes the map, as before.
+func sameStringData(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// likelySameString is a cheap first test of a == b for job IDs, which
+// arrive in a new string with each request: most different IDs differ in
+// length or in their last byte (they share prefixes, not suffixes), so a
+// miss rarely reaches the byte comparison.
+func likelySameString(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || a[len(a)-1] == b[len(b)-1])
+}
+
 // estimateLocked is the learned cost of (t, id) in seconds, and its entry
 // when one is tracked (possibly expired, in which case DefaultCost is used).
 //
@@ -348,7 +367,7 @@ func (s *Scheduler) maybeIdleLocked(k *keyState, now time.Time) {
 // the last (type, job ID) seen skips the map: costsFront is that entry.
 func (s *Scheduler) estimateLocked(t *typeState, id string, now time.Time) (float64, *costEntry) {
 	e := s.costsFront
-	if e == nil || e.key.typ != t.name || e.key.id != id {
+	if e == nil || !sameStringData(string(e.key.typ), string(t.name)) || !likelySameString(e.key.id, id) || e.key.id != id {
 		var ok bool
 		if e, ok = s.costs.Get(costKey{t.name, id}); !ok {
 			return t.cfg.DefaultCost.Seconds(), nil
