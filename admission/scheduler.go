@@ -185,8 +185,8 @@ func (s *Scheduler) RegisterType(t JobType, c JobTypeConfig) error {
 }
 
 func (s *Scheduler) typeLocked(t JobType) (*typeState, error) {
-	if ts := s.lastType; ts != nil && ts.name == t {
-		return ts, nil // a transport's route names its type with one string: equal pointers, no hashing
+	if ts := s.lastType; ts != nil && sameStringData(string(ts.name), string(t)) {
+		return ts, nil // a transport's route names its type with one string: no hashing
 	}
 	ts, ok := s.types[t]
 	if !ok {
