@@ -52,13 +52,13 @@ func rankAt(a *AgingConfig, base Priority, start, now int64) rank {
 // rankLocked is j's rank at now. A frozen job (its type or key is paused)
 // is ranked at the instant it froze, and its rank does not change until it
 // thaws: its aging clock stands still.
-func (s *Scheduler) rankLocked(j *job, now time.Time) rank {
+func (s *Scheduler) rankLocked(j *job, now int64) rank {
 	if j.frozenAt != 0 {
 		r := rankAt(j.typ.aging, j.prio, j.agingAt, j.frozenAt)
 		r.next = 0
 		return r
 	}
-	return rankAt(j.typ.aging, j.prio, j.agingAt, now.UnixNano())
+	return rankAt(j.typ.aging, j.prio, j.agingAt, now)
 }
 
 // headRankLocked is the rank at now of f's best job. It is computed from
@@ -67,7 +67,7 @@ func (s *Scheduler) rankLocked(j *job, now time.Time) rank {
 // and a queued job is frozen exactly while its type or key is paused. So
 // ranking a flow reads no job record, except the head of a paused one
 // (and of a ShortestFirst one, in headAgingAt).
-func (s *Scheduler) headRankLocked(f *flow, now time.Time) rank {
+func (s *Scheduler) headRankLocked(f *flow, now int64) rank {
 	a := f.typ.aging
 	switch {
 	case a == nil:
@@ -75,7 +75,7 @@ func (s *Scheduler) headRankLocked(f *flow, now time.Time) rank {
 	case f.typ.paused || f.key.paused:
 		return s.rankLocked(f.jobs.Top(), now)
 	}
-	return rankAt(a, f.prio, f.headAgingAt(), now.UnixNano())
+	return rankAt(a, f.prio, f.headAgingAt(), now)
 }
 
 // promotionsTo is n = ceil((target - base)/Step), the promotions a job of

@@ -138,7 +138,7 @@ func TestGrantThenCancel(t *testing.T) {
 		// key and the next waiter's both start at V_sys; the older goes first).
 		quitter := &job{jobID: "b", foreground: true}
 		s.mu.Lock()
-		_, err = s.enqueueLocked(quitter, s.types["fg"], "k2", time.Now(), nil)
+		_, err = s.enqueueLocked(quitter, s.types["fg"], "k2", time.Now().UnixNano(), nil)
 		quitter.ready = make(chan struct{})
 		vBefore := s.activeKeyLocked("k2").v
 		s.mu.Unlock()

@@ -178,7 +178,7 @@ func (s *Scheduler) checkPriorityLocked(t *typeState, p Priority) error {
 // continues) under key, applying the type's duplicate policy, and
 // dispatches; a job still waiting then enters the duplicate index and
 // starts its TTL.
-func (s *Scheduler) submitLocked(j *job, t *typeState, key string, now time.Time, wake []*job) ([]*job, error) {
+func (s *Scheduler) submitLocked(j *job, t *typeState, key string, now int64, wake []*job) ([]*job, error) {
 	dk := costKey{t.name, j.jobID}
 	if t.cfg.Duplicates != Allow && !s.closing {
 		if old := s.pending[dk]; old != nil {
@@ -212,7 +212,7 @@ func (s *Scheduler) submitLocked(j *job, t *typeState, key string, now time.Time
 			s.pending[dk] = j
 		}
 		if b := j.bg; b.ttl > 0 {
-			b.expiresAt = now.Add(b.ttl)
+			b.expiresAt = now + int64(b.ttl)
 			b.timer = time.AfterFunc(b.ttl, func() { s.expire(j) })
 			if j.frozenAt != 0 {
 				b.timer.Stop() // arrived paused: its TTL starts when the pause lifts
@@ -238,7 +238,7 @@ func (s *Scheduler) unpendLocked(j *job) {
 func (s *Scheduler) expire(j *job) {
 	now := s.now()
 	s.mu.Lock()
-	if (j.state != jobQueued && j.state != jobParked) || j.frozenAt != 0 || now.Before(j.bg.expiresAt) {
+	if (j.state != jobQueued && j.state != jobParked) || j.frozenAt != 0 || now < j.bg.expiresAt {
 		s.mu.Unlock() // ran, left, froze, or its TTL was extended since this timer fired
 		return
 	}
@@ -253,7 +253,7 @@ func (s *Scheduler) expire(j *job) {
 
 // retryLocked queues a failed background job again after its backoff if its
 // error is retryable and it has attempts left, and reports whether it will.
-func (s *Scheduler) retryLocked(j *job, err error, now time.Time) bool {
+func (s *Scheduler) retryLocked(j *job, err error, now int64) bool {
 	rp := j.typ.cfg.Retry
 	j.bg.attempts++
 	if !IsRetryable(err) || j.bg.attempts >= rp.MaxAttempts || s.closing {
@@ -289,7 +289,7 @@ func (s *Scheduler) requeue(j *job) {
 	delete(s.retrying, j)
 	r := *j // a fresh record: the old one may still be referenced by its finished run
 	b := *j.bg
-	b.timer, b.expiresAt = nil, time.Time{}
+	b.timer, b.expiresAt = nil, 0
 	r.bg = &b
 	r.state, r.idx, r.err, r.res, r.cost, r.frozenAt = jobNew, -1, nil, nil, nil, 0
 	wake, err := s.submitLocked(&r, r.typ, r.key.name, now, buf[:0])

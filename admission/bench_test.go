@@ -259,7 +259,7 @@ var dispatchVariants = []dispatchVariant{
 type dispatchBench struct {
 	s       *Scheduler
 	ts      *typeState
-	now     time.Time
+	now     int64  // an instant (see Scheduler.now)
 	running []*job // FIFO: the oldest admission finishes first
 	buf     []*job
 	repos   []string   // shared repositories (conflicts variant), or nil
@@ -310,7 +310,7 @@ func newDispatchBench(b *testing.B, v dispatchVariant, queued, keys int) *dispat
 		if d.repos != nil {
 			id = d.repos[d.rng.IntN(len(d.repos))]
 		}
-		d.now = d.now.Add(dispatchStep)
+		d.now += int64(dispatchStep)
 		j := s.newJobLocked()
 		j.jobID, j.foreground = id, true
 		// An arrival with nothing queued may be admitted by enqueueLocked itself.
@@ -341,7 +341,7 @@ func newDispatchBench(b *testing.B, v dispatchVariant, queued, keys int) *dispat
 // Acquire does. The caller holds s.mu.
 func (d *dispatchBench) step(b *testing.B) {
 	s := d.s
-	d.now = d.now.Add(dispatchStep)
+	d.now += int64(dispatchStep)
 	old := d.running[0]
 	copy(d.running, d.running[1:])
 	d.running = d.running[:len(d.running)-1]

@@ -3,7 +3,6 @@ package admission
 import (
 	"fmt"
 	"math"
-	"time"
 )
 
 // Runtime control. Each setter validates its argument like New does, applies
@@ -14,7 +13,7 @@ import (
 // SetCapacity changes the number of seats. n must be positive and at least
 // the sum of the configured keys' MinSeats.
 func (s *Scheduler) SetCapacity(n int) error {
-	return s.reconfigure(func(now time.Time) error {
+	return s.reconfigure(func(now int64) error {
 		if n <= 0 {
 			return fmt.Errorf("%w: SetCapacity: capacity must be > 0, got %d", ErrInvalidConfig, n)
 		}
@@ -32,7 +31,7 @@ func (s *Scheduler) SetCapacity(n int) error {
 // registered JobTypeConfig is unchanged: registering t again with it stays a
 // no-op.
 func (s *Scheduler) SetTypeLimit(t JobType, n int) error {
-	return s.reconfigure(func(now time.Time) error {
+	return s.reconfigure(func(now int64) error {
 		ts, err := s.typeLocked(t)
 		if err != nil {
 			return err
@@ -50,7 +49,7 @@ func (s *Scheduler) SetTypeLimit(t JobType, n int) error {
 // whatever its KeyPolicy says, until ResetWeights. The key's virtual time is
 // kept: the new weight applies to the seat time it is charged from now on.
 func (s *Scheduler) SetWeight(key string, w float64) error {
-	return s.reconfigure(func(now time.Time) error {
+	return s.reconfigure(func(now int64) error {
 		if math.IsNaN(w) || math.IsInf(w, 0) || w <= 0 {
 			return fmt.Errorf("%w: SetWeight: weight must be a finite number > 0, got %v", ErrInvalidConfig, w)
 		}
@@ -66,7 +65,7 @@ func (s *Scheduler) SetWeight(key string, w float64) error {
 // ResetWeights drops every SetWeight override: each key's weight is its
 // KeyPolicy's again.
 func (s *Scheduler) ResetWeights() {
-	_ = s.reconfigure(func(now time.Time) error {
+	_ = s.reconfigure(func(now int64) error {
 		clear(s.weights)
 		s.forEachKeyLocked(func(k *keyState) { s.setWeightLocked(k, k.policy.weight(), now) })
 		return nil
@@ -79,7 +78,7 @@ func (s *Scheduler) ResetWeights() {
 // p.Weight. Lowering MaxInFlight or MaxQueued drops nothing: queued and
 // running work stays; the limits apply to what comes next.
 func (s *Scheduler) SetKeyPolicy(key string, p KeyPolicy) error {
-	return s.reconfigure(func(now time.Time) error {
+	return s.reconfigure(func(now int64) error {
 		name := foldIdentifier(key)
 		if err := p.validate(fmt.Sprintf("SetKeyPolicy(%q)", key), s.cfg.Capacity); err != nil {
 			return err
@@ -100,7 +99,7 @@ func (s *Scheduler) SetKeyPolicy(key string, p KeyPolicy) error {
 }
 
 // reconfigure applies change under the lock and dispatches if it succeeded.
-func (s *Scheduler) reconfigure(change func(now time.Time) error) error {
+func (s *Scheduler) reconfigure(change func(now int64) error) error {
 	now := s.now()
 	var buf [8]*job
 	s.mu.Lock()
@@ -167,7 +166,7 @@ func (s *Scheduler) SetDryRun(on bool) {
 // wouldWaitForLocked says what holds back j, which dispatch left queued:
 // Snapshot's BlockedBy, or "queue" when only its place in the order does
 // (no seat free, or others go first).
-func (s *Scheduler) wouldWaitForLocked(j *job, now time.Time) string {
+func (s *Scheduler) wouldWaitForLocked(j *job, now int64) string {
 	if b := s.blockedByLocked(j, s.rankLocked(j, now), now); b != "" {
 		return b
 	}
@@ -176,7 +175,7 @@ func (s *Scheduler) wouldWaitForLocked(j *job, now time.Time) string {
 
 // dryAdmitLocked seats queued job j at once although dispatch made it wait
 // (dry-run). Limits may be exceeded from here on.
-func (s *Scheduler) dryAdmitLocked(j *job, now time.Time) {
+func (s *Scheduler) dryAdmitLocked(j *job, now int64) {
 	s.counters.DryRunWaits++
 	k := j.key
 	s.unqueueLocked(j, now) // may make k idle; it is active again below

@@ -9,14 +9,14 @@ import (
 // appends each admitted job to wake. It first re-ranks the flows whose head
 // was promoted since the last dispatch, so every comparison uses the
 // effective priority at now.
-func (s *Scheduler) dispatchLocked(now time.Time, wake []*job) []*job {
+func (s *Scheduler) dispatchLocked(now int64, wake []*job) []*job {
 	if s.queued == 0 {
 		// Nothing to admit, no flow to re-rank, and the pressure gate is
 		// sampled again when work arrives (enqueueLocked) and re-armed
 		// only while work is queued.
 		return wake
 	}
-	for nowNs := now.UnixNano(); s.promos.Len() > 0 && s.promos.Top().promoAt <= nowNs; {
+	for nowNs := now; s.promos.Len() > 0 && s.promos.Top().promoAt <= nowNs; {
 		s.syncFlowLocked(s.promos.Top(), now)
 	}
 	s.refreshPressureLocked(now)
@@ -76,7 +76,7 @@ func (s *Scheduler) resourceLocked(j *job) *resource {
 
 // enqueueLocked puts a new job in its flow, applying the queue bounds. It
 // returns the job's rejection, if any, and appends a pushed-out job to wake.
-func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Time, wake []*job) ([]*job, error) {
+func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now int64, wake []*job) ([]*job, error) {
 	s.counters.Submitted++
 	if s.closing {
 		s.counters.RejectedClosed++
@@ -123,12 +123,12 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 	}
 	s.seq++
 	j.typ, j.key = t, k
-	j.seq, j.enqueued = s.seq, now.UnixNano()
+	j.seq, j.enqueued = s.seq, now
 	if !j.ownPrio {
 		j.prio = t.cfg.Priority
 	}
 	if j.bg == nil || j.bg.attempts == 0 { // a retry's aging clock continues from its first submission
-		j.agingAt = now.UnixNano()
+		j.agingAt = now
 	}
 	if s.queued == 0 {
 		s.refreshPressureLocked(now)
@@ -145,7 +145,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 		f = s.newFlowLocked(k, t, j.prio)
 	}
 	if t.paused || k.paused {
-		j.frozenAt = now.UnixNano() // its aging clock starts when the pause lifts
+		j.frozenAt = now // its aging clock starts when the pause lifts
 	}
 	j.flow = f
 	j.state = jobQueued
@@ -169,7 +169,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now time.Tim
 
 // unqueueLocked takes a queued or parked job out of the queue for good (it
 // was cancelled, timed out, pushed out or dropped). The caller sets j.err.
-func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
+func (s *Scheduler) unqueueLocked(j *job, now int64) {
 	f, k := j.flow, j.key
 	switch j.state {
 	case jobQueued:
@@ -216,7 +216,7 @@ func (s *Scheduler) unqueueLocked(j *job, now time.Time) {
 
 // admitLocked gives the head of its flow a seat. r is its resource's entry
 // if one exists (it admits j).
-func (s *Scheduler) admitLocked(j *job, r *resource, now time.Time) {
+func (s *Scheduler) admitLocked(j *job, r *resource, now int64) {
 	f, k, t := j.flow, j.key, j.typ
 	f.jobs.Remove(j)
 	s.unpendLocked(j)
@@ -251,14 +251,14 @@ func (s *Scheduler) mayStartLocked(j *job, r *resource) bool {
 // seatLocked gives j, which is in no queue structure, a seat: it charges its
 // key the estimate, counts it and takes its resource. r is its resource's
 // entry if one exists (it admits j).
-func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
+func (s *Scheduler) seatLocked(j *job, r *resource, now int64) {
 	k, t := j.key, j.typ
 	// The job's rank is computed afresh: a flow whose rank can no longer
 	// change (urgent, or at the ceiling) is not re-ranked as it keeps aging.
-	rk := rankAt(t.aging, j.prio, j.agingAt, now.UnixNano())
+	rk := rankAt(t.aging, j.prio, j.agingAt, now)
 	j.eff, j.urgent, j.promoted = rk.eff, rk.urgent, rk.promoted
 	j.state = jobRunning
-	j.started = now.UnixNano()
+	j.started = now
 	j.est, j.cost = s.estimateLocked(t, j.jobID, now)
 	j.startTag = k.v
 	k.v += j.est / k.w
@@ -309,7 +309,7 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now time.Time) {
 // finishLocked ends a running job. observed is the seat time to charge; learn
 // says whether to feed it to the cost EMA (false when a seat granted to a
 // waiter that gave up is handed back: the key is refunded in full).
-func (s *Scheduler) finishLocked(j *job, now time.Time, observed time.Duration, learn bool) {
+func (s *Scheduler) finishLocked(j *job, now int64, observed time.Duration, learn bool) {
 	k, t := j.key, j.typ
 	j.state = jobDone
 	s.running.Remove(j.idx)
@@ -356,7 +356,7 @@ func (s *Scheduler) advanceVsysLocked() {
 //
 // It walks k.flows backwards because a sync may recycle an emptied flow,
 // which moves the last flow into its place: that one was already synced.
-func (s *Scheduler) keyChangedLocked(k *keyState, now time.Time) {
+func (s *Scheduler) keyChangedLocked(k *keyState, now int64) {
 	for i := len(k.flows) - 1; i >= 0; i-- {
 		s.syncFlowLocked(k.flows[i], now)
 	}
@@ -366,7 +366,7 @@ func (s *Scheduler) keyChangedLocked(k *keyState, now time.Time) {
 // (ranked at now) iff it has a ready job and its key is not capped, in the
 // promotion heap iff its head's rank will change, and recycled when it holds
 // no job at all. Every change to a flow or its key ends here.
-func (s *Scheduler) syncFlowLocked(f *flow, now time.Time) {
+func (s *Scheduler) syncFlowLocked(f *flow, now int64) {
 	t := f.typ
 	if f.jobs.Len() == 0 || f.key.held() {
 		if f.typIdx != -1 {
@@ -454,7 +454,7 @@ func (s *Scheduler) backgroundChangedLocked() {
 // rejectLocked builds a rejection with a retry hint: when the first running
 // job is expected to end, plus the caller's own queued work drained at the
 // mean running cost over all seats.
-func (s *Scheduler) rejectLocked(reason error, perKey bool, t *typeState, k *keyState, now time.Time) *RejectedError {
+func (s *Scheduler) rejectLocked(reason error, perKey bool, t *typeState, k *keyState, now int64) *RejectedError {
 	e := &RejectedError{Reason: reason, PerKey: perKey, Type: t.name}
 	if reason == ErrClosed {
 		return e
@@ -477,7 +477,7 @@ func (s *Scheduler) rejectLocked(reason error, perKey bool, t *typeState, k *key
 // job's expected end, plus the work certainly ahead of j (older jobs of its
 // own flow and everything queued in higher tiers) spread over all seats at
 // the mean cost of the running jobs.
-func (s *Scheduler) checkDeadlineLocked(ctx context.Context, j *job, now time.Time) error {
+func (s *Scheduler) checkDeadlineLocked(ctx context.Context, j *job, now int64) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return nil
@@ -491,7 +491,7 @@ func (s *Scheduler) checkDeadlineLocked(ctx context.Context, j *job, now time.Ti
 	first, mean := s.runningTimesLocked(j.typ, now)
 	start := first + float64(ahead)*mean/float64(s.cfg.Capacity)
 	wait := time.Duration(start * float64(time.Second))
-	if !now.Add(wait).After(deadline) {
+	if !s.timeAt(now).Add(wait).After(deadline) {
 		return nil
 	}
 	s.unqueueLocked(j, now)
@@ -503,7 +503,7 @@ func (s *Scheduler) checkDeadlineLocked(ctx context.Context, j *job, now time.Ti
 // runningTimesLocked returns when the first running job is expected to end
 // (seconds from now; 0 when a seat is free) and the mean estimate of the
 // running jobs (t's DefaultCost when none runs).
-func (s *Scheduler) runningTimesLocked(t *typeState, now time.Time) (first, mean float64) {
+func (s *Scheduler) runningTimesLocked(t *typeState, now int64) (first, mean float64) {
 	first, sum := -1.0, 0.0
 	for _, slot := range s.running.s {
 		r := slot.v

@@ -215,14 +215,14 @@ func (s *Scheduler) stopEvents() {
 // once when no handler is set; all run under Scheduler.mu.
 
 // emitAdmittedLocked reports an aged or urgent admission (seatLocked).
-func (s *Scheduler) emitAdmittedLocked(j *job, now time.Time) {
+func (s *Scheduler) emitAdmittedLocked(j *job, now int64) {
 	if s.obs.events.handler == nil || (j.promoted == 0 && !j.urgent) {
 		return
 	}
 	s.emitAdmittedSlowLocked(j, now)
 }
 
-func (s *Scheduler) emitAdmittedSlowLocked(j *job, now time.Time) {
+func (s *Scheduler) emitAdmittedSlowLocked(j *job, now int64) {
 	e := s.jobEvent(EventAged, j, now)
 	e.BasePriority, e.EffectivePriority, e.Promotions = j.prio, j.eff, j.promoted
 	if j.promoted > 0 {
@@ -236,11 +236,11 @@ func (s *Scheduler) emitAdmittedSlowLocked(j *job, now time.Time) {
 
 // emitRejectedLocked reports a rejection of j, of type t and key key (j's
 // type and key may not be set yet at arrival).
-func (s *Scheduler) emitRejectedLocked(j *job, t *typeState, key string, reason error, perKey bool, now time.Time) {
+func (s *Scheduler) emitRejectedLocked(j *job, t *typeState, key string, reason error, perKey bool, now int64) {
 	if s.obs.events.handler == nil {
 		return
 	}
-	e := Event{Kind: EventRejected, Time: now, Type: t.name, JobID: j.jobID, Key: key, Foreground: j.foreground,
+	e := Event{Kind: EventRejected, Time: s.timeAt(now), Type: t.name, JobID: j.jobID, Key: key, Foreground: j.foreground,
 		Err: &RejectedError{Reason: reason, PerKey: perKey, Type: t.name}}
 	if j.enqueued != 0 {
 		e.Wait = sinceNs(now, j.enqueued)
@@ -251,7 +251,7 @@ func (s *Scheduler) emitRejectedLocked(j *job, t *typeState, key string, reason 
 // emitJobEndLocked reports a job that left the queue or ended with err:
 // EventShed, EventBackgroundFailed, EventBackgroundDropped or
 // EventBackgroundExpired.
-func (s *Scheduler) emitJobEndLocked(kind EventKind, j *job, err error, now time.Time) {
+func (s *Scheduler) emitJobEndLocked(kind EventKind, j *job, err error, now int64) {
 	if s.obs.events.handler == nil {
 		return
 	}
@@ -260,8 +260,8 @@ func (s *Scheduler) emitJobEndLocked(kind EventKind, j *job, err error, now time
 	s.emitLocked(e)
 }
 
-func (s *Scheduler) jobEvent(kind EventKind, j *job, now time.Time) Event {
-	e := Event{Kind: kind, Time: now, Type: j.typ.name, JobID: j.jobID, Foreground: j.foreground,
+func (s *Scheduler) jobEvent(kind EventKind, j *job, now int64) Event {
+	e := Event{Kind: kind, Time: s.timeAt(now), Type: j.typ.name, JobID: j.jobID, Foreground: j.foreground,
 		Wait: sinceNs(now, j.enqueued)}
 	if j.key != nil {
 		e.Key = j.key.name

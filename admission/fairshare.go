@@ -2,7 +2,6 @@ package admission
 
 import (
 	"math"
-	"time"
 )
 
 // Fair-share accounting for telemetry (see "Observability" in the package
@@ -33,7 +32,7 @@ type share struct {
 // keyActivatedLocked is the hook of wakeKeyLocked: k became active. With
 // no key configured, every key is "other", whose sums are activeN and
 // activeW, and no allocation event is emitted: that is the hot path.
-func (s *Scheduler) keyActivatedLocked(k *keyState, now time.Time) {
+func (s *Scheduler) keyActivatedLocked(k *keyState, now int64) {
 	o := s.obs
 	o.activeN++
 	o.activeW += k.w
@@ -43,7 +42,7 @@ func (s *Scheduler) keyActivatedLocked(k *keyState, now time.Time) {
 }
 
 // keyIdledLocked is the hook of maybeIdleLocked: k went idle.
-func (s *Scheduler) keyIdledLocked(k *keyState, now time.Time) {
+func (s *Scheduler) keyIdledLocked(k *keyState, now int64) {
 	o := s.obs
 	o.activeN--
 	o.activeW -= k.w
@@ -57,7 +56,7 @@ func (s *Scheduler) keyIdledLocked(k *keyState, now time.Time) {
 
 // setWeightLocked changes k's weight, keeping the sums over active keys and
 // reporting the allocations that moved (runtime control).
-func (s *Scheduler) setWeightLocked(k *keyState, w float64, now time.Time) {
+func (s *Scheduler) setWeightLocked(k *keyState, w float64, now int64) {
 	old := k.w
 	k.w = w
 	if !k.active || old == w {
@@ -76,7 +75,7 @@ func (s *Scheduler) setWeightLocked(k *keyState, w float64, now time.Time) {
 
 // keyChangedStateLocked keeps otherN and otherW, and emits the allocation
 // events, when Config.Keys names keys; k just became active or idle.
-func (s *Scheduler) keyChangedStateLocked(k *keyState, now time.Time) {
+func (s *Scheduler) keyChangedStateLocked(k *keyState, now int64) {
 	o, up := s.obs, k.active
 	configured := o.isConfigured(k.name)
 	if !configured {
@@ -130,13 +129,13 @@ func (s *Scheduler) sharesLocked(out []share) []share {
 // allocationsChangedLocked emits EventAllocationChanged for every series
 // whose allocation differs from the last one reported, after key name
 // (configured or one of "other") became active (up) or went idle.
-func (s *Scheduler) allocationsChangedLocked(name string, configured, up bool, now time.Time) {
+func (s *Scheduler) allocationsChangedLocked(name string, configured, up bool, now int64) {
 	s.reportAllocationsLocked(name, configured, up, false, now)
 }
 
 // reportAllocationsLocked is allocationsChangedLocked; weight says the
 // cause was a weight change of key name.
-func (s *Scheduler) reportAllocationsLocked(name string, configured, up, weight bool, now time.Time) {
+func (s *Scheduler) reportAllocationsLocked(name string, configured, up, weight bool, now int64) {
 	o := s.obs
 	changed := len(o.keyNames)
 	if configured {
@@ -158,7 +157,7 @@ func (s *Scheduler) reportAllocationsLocked(name string, configured, up, weight 
 			reason = AllocationKeyDrained
 		}
 		o.lastAlloc[i] = sh.alloc
-		s.emitLocked(Event{Kind: EventAllocationChanged, Time: now, Key: o.seriesName(i),
+		s.emitLocked(Event{Kind: EventAllocationChanged, Time: s.timeAt(now), Key: o.seriesName(i),
 			Previous: prev, New: sh.alloc, Reason: reason})
 	}
 }

@@ -138,9 +138,9 @@ func (h *harness) arrive(typ JobType, key, jobID string) (int, []mEvent) {
 
 	s := h.s
 	s.mu.Lock()
-	wake, err := s.enqueueLocked(hj.j, s.types[typ], key, now, nil)
+	wake, err := s.enqueueLocked(hj.j, s.types[typ], key, now.UnixNano(), nil)
 	if err == nil {
-		wake = s.dispatchLocked(now, wake)
+		wake = s.dispatchLocked(now.UnixNano(), wake)
 	}
 	got := h.realEvents(wake)
 	ierr := s.checkInvariantsLocked()
@@ -174,8 +174,8 @@ func (h *harness) complete(id int, observed time.Duration) []mEvent {
 	now := h.now()
 	s := h.s
 	s.mu.Lock()
-	s.finishLocked(hj.j, now, observed, true)
-	wake := s.dispatchLocked(now, nil)
+	s.finishLocked(hj.j, now.UnixNano(), observed, true)
+	wake := s.dispatchLocked(now.UnixNano(), nil)
 	got := h.realEvents(wake)
 	ierr := s.checkInvariantsLocked()
 	s.mu.Unlock()
@@ -198,8 +198,8 @@ func (h *harness) giveBack(id int) []mEvent {
 	now := h.now()
 	s := h.s
 	s.mu.Lock()
-	s.finishLocked(hj.j, now, 0, false)
-	wake := s.dispatchLocked(now, nil)
+	s.finishLocked(hj.j, now.UnixNano(), 0, false)
+	wake := s.dispatchLocked(now.UnixNano(), nil)
 	s.counters.Cancelled++
 	hj.j.err = context.Canceled
 	got := h.realEvents(wake)
@@ -225,7 +225,7 @@ func (h *harness) cancel(id int) []mEvent {
 	now := h.now()
 	s := h.s
 	s.mu.Lock()
-	s.unqueueLocked(hj.j, now)
+	s.unqueueLocked(hj.j, now.UnixNano())
 	s.counters.Cancelled++
 	hj.j.err = context.Canceled
 	ierr := s.checkInvariantsLocked()
@@ -253,15 +253,15 @@ func (h *harness) pause(typ JobType, key string, paused bool) []mEvent {
 	s.mu.Lock()
 	switch {
 	case typ != "" && paused:
-		s.pauseTypeLocked(s.types[typ], now)
+		s.pauseTypeLocked(s.types[typ], now.UnixNano())
 	case typ != "":
-		s.resumeTypeLocked(s.types[typ], now)
+		s.resumeTypeLocked(s.types[typ], now.UnixNano())
 	case paused:
-		s.pauseKeyLocked(key, now)
+		s.pauseKeyLocked(key, now.UnixNano())
 	default:
-		s.resumeKeyLocked(key, now)
+		s.resumeKeyLocked(key, now.UnixNano())
 	}
-	wake := s.dispatchLocked(now, nil)
+	wake := s.dispatchLocked(now.UnixNano(), nil)
 	got := h.realEvents(wake)
 	ierr := s.checkInvariantsLocked()
 	s.mu.Unlock()
@@ -281,7 +281,7 @@ func (h *harness) advance(d time.Duration) []mEvent {
 	now := h.now()
 	s := h.s
 	s.mu.Lock()
-	wake := s.dispatchLocked(now, nil)
+	wake := s.dispatchLocked(now.UnixNano(), nil)
 	got := h.realEvents(wake)
 	ierr := s.checkInvariantsLocked()
 	s.mu.Unlock()
@@ -596,7 +596,7 @@ func (h *harness) compareState() {
 		h.unlockedFatal("counters do not balance with %d queued and %d running: %+v", s.queued, s.inUse, c)
 	}
 	// The queue in dispatch order, as Snapshot shows it.
-	gotQ := s.queueOrderLocked(s.activeKeysLocked(), now)
+	gotQ := s.queueOrderLocked(s.activeKeysLocked(), now.UnixNano())
 	wantJobs := m.order(now)
 	if len(gotQ) != len(wantJobs) {
 		h.unlockedFatal("snapshot queue has %d jobs, model %d", len(gotQ), len(wantJobs))

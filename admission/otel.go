@@ -308,7 +308,7 @@ func (s *Scheduler) endWait(ctx context.Context, sp trace.Span, j *job, err erro
 		now = j.started
 		s.obs.prioHist.Record(ctx, int64(j.eff), to.prioOpts...)
 	} else {
-		now = s.now().UnixNano()
+		now = s.now()
 	}
 	wait := time.Duration(now - j.enqueued)
 	s.obs.waitHist.Record(ctx, wait.Seconds(), to.waitOpts[r]...)
@@ -379,7 +379,7 @@ func (s *Scheduler) costAddedLocked(t *typeState, e *costEntry) {
 // another running job holding it does not count it either.
 func (s *Scheduler) costChangedLocked(t *typeState, e *costEntry, prev float64, counted bool) {
 	if !counted {
-		e.at = time.Time{}
+		e.at = 0
 		return
 	}
 	t.obs.costSum += e.est - prev
@@ -397,7 +397,7 @@ func (s *Scheduler) onCostEvicted(k costKey, e *costEntry) {
 			t.obs.costSum = 0
 		}
 	}
-	e.at = time.Time{}
+	e.at = 0
 }
 
 // ---- close ----

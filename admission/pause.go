@@ -7,7 +7,7 @@ import (
 
 // pause is an operator's pause of a job type or a fairness key.
 type pause struct {
-	until time.Time   // when it lifts by itself; zero = at Resume
+	until int64       // when it lifts by itself, an instant (see Scheduler.now); 0 = at Resume
 	timer *time.Timer // fires at until; nil when until is zero
 }
 
@@ -26,7 +26,7 @@ func (s *Scheduler) Pause(t JobType, d time.Duration) error {
 	}
 	// reconfigure dispatches: a paused exclusive job stops holding shared
 	// ones back, and they may start.
-	return s.reconfigure(func(now time.Time) error {
+	return s.reconfigure(func(now int64) error {
 		ts, err := s.typeLocked(t)
 		if err != nil {
 			return err
@@ -35,7 +35,7 @@ func (s *Scheduler) Pause(t JobType, d time.Duration) error {
 			return ErrClosed
 		}
 		p := s.pauseTypeLocked(ts, now)
-		s.armPause(p, d, now, func() bool { return ts.pause == p }, func(now time.Time) { s.resumeTypeLocked(ts, now) })
+		s.armPause(p, d, now, func() bool { return ts.pause == p }, func(now int64) { s.resumeTypeLocked(ts, now) })
 		return nil
 	})
 }
@@ -44,7 +44,7 @@ func (s *Scheduler) Pause(t JobType, d time.Duration) error {
 // seat that opens (dispatch runs at once). Resuming a type that is not paused
 // does nothing. It fails with an error wrapping ErrUnknownJobType.
 func (s *Scheduler) Resume(t JobType) error {
-	return s.reconfigure(func(now time.Time) error {
+	return s.reconfigure(func(now int64) error {
 		ts, err := s.typeLocked(t)
 		if err == nil && ts.paused {
 			s.resumeTypeLocked(ts, now)
@@ -55,7 +55,7 @@ func (s *Scheduler) Resume(t JobType) error {
 
 // pauseTypeLocked pauses ts (again) until Resume and returns its new pause,
 // for the caller to give a deadline.
-func (s *Scheduler) pauseTypeLocked(ts *typeState, now time.Time) *pause {
+func (s *Scheduler) pauseTypeLocked(ts *typeState, now int64) *pause {
 	ts.pause.stop()
 	ts.pause = &pause{}
 	if !ts.paused {
@@ -65,7 +65,7 @@ func (s *Scheduler) pauseTypeLocked(ts *typeState, now time.Time) *pause {
 	return ts.pause
 }
 
-func (s *Scheduler) resumeTypeLocked(ts *typeState, now time.Time) {
+func (s *Scheduler) resumeTypeLocked(ts *typeState, now int64) {
 	ts.pause.stop()
 	ts.pause = nil
 	ts.paused = false
@@ -85,12 +85,12 @@ func (s *Scheduler) PauseKey(key string, d time.Duration) error {
 		return fmt.Errorf("%w: PauseKey: duration must be >= 0, got %v", ErrInvalidConfig, d)
 	}
 	name := foldIdentifier(key)
-	return s.reconfigure(func(now time.Time) error {
+	return s.reconfigure(func(now int64) error {
 		if s.closing {
 			return ErrClosed
 		}
 		p := s.pauseKeyLocked(name, now)
-		s.armPause(p, d, now, func() bool { return s.pausedKeys[name] == p }, func(now time.Time) { s.resumeKeyLocked(name, now) })
+		s.armPause(p, d, now, func() bool { return s.pausedKeys[name] == p }, func(now int64) { s.resumeKeyLocked(name, now) })
 		return nil
 	})
 }
@@ -99,7 +99,7 @@ func (s *Scheduler) PauseKey(key string, d time.Duration) error {
 // paused does nothing.
 func (s *Scheduler) ResumeKey(key string) {
 	name := foldIdentifier(key)
-	_ = s.reconfigure(func(now time.Time) error {
+	_ = s.reconfigure(func(now int64) error {
 		if s.pausedKeys[name] != nil {
 			s.resumeKeyLocked(name, now)
 		}
@@ -109,7 +109,7 @@ func (s *Scheduler) ResumeKey(key string) {
 
 // pauseKeyLocked pauses key name (again) until ResumeKey and returns its
 // new pause, for the caller to give a deadline.
-func (s *Scheduler) pauseKeyLocked(name string, now time.Time) *pause {
+func (s *Scheduler) pauseKeyLocked(name string, now int64) *pause {
 	s.pausedKeys[name].stop()
 	p := &pause{}
 	s.pausedKeys[name] = p
@@ -120,7 +120,7 @@ func (s *Scheduler) pauseKeyLocked(name string, now time.Time) *pause {
 	return p
 }
 
-func (s *Scheduler) resumeKeyLocked(name string, now time.Time) {
+func (s *Scheduler) resumeKeyLocked(name string, now int64) {
 	s.pausedKeys[name].stop()
 	delete(s.pausedKeys, name)
 	k := s.keyLocked(name)
@@ -137,13 +137,13 @@ func (s *Scheduler) resumeKeyLocked(name string, now time.Time) {
 // armPause makes p lift by itself after d, if d > 0: resume runs then, and
 // dispatch after it, unless current says p was replaced or lifted since
 // (the timer may fire just after).
-func (s *Scheduler) armPause(p *pause, d time.Duration, now time.Time, current func() bool, resume func(now time.Time)) {
+func (s *Scheduler) armPause(p *pause, d time.Duration, now int64, current func() bool, resume func(now int64)) {
 	if d <= 0 {
 		return
 	}
-	p.until = now.Add(d)
+	p.until = now + int64(d)
 	p.timer = time.AfterFunc(d, func() {
-		_ = s.reconfigure(func(now time.Time) error {
+		_ = s.reconfigure(func(now int64) error {
 			if current() {
 				resume(now)
 			}
@@ -162,7 +162,7 @@ func (p *pause) stop() {
 // all when match is nil) to the frozen state their type and key call for,
 // then restores every ordering their clocks take part in: the heaps of their
 // flows and of the resources they are parked on, and the flows' places.
-func (s *Scheduler) refreezeLocked(keys []*keyState, match func(*job) bool, now time.Time) {
+func (s *Scheduler) refreezeLocked(keys []*keyState, match func(*job) bool, now int64) {
 	flows := map[*flow]bool{}
 	waiters := map[*jobQueue]bool{}
 	for _, k := range keys {
@@ -197,8 +197,8 @@ func (s *Scheduler) refreezeLocked(keys []*keyState, match func(*job) bool, now 
 }
 
 // freezeLocked stops j's clocks: its aging clock and its TTL.
-func (s *Scheduler) freezeLocked(j *job, now time.Time) {
-	j.frozenAt = now.UnixNano()
+func (s *Scheduler) freezeLocked(j *job, now int64) {
+	j.frozenAt = now
 	if t := j.timer(); t != nil {
 		t.Stop()
 	}
@@ -209,14 +209,14 @@ func (s *Scheduler) freezeLocked(j *job, now time.Time) {
 
 // thawLocked restarts j's clocks where they stopped: the time it was frozen
 // counts neither as waiting for aging nor against its TTL.
-func (s *Scheduler) thawLocked(j *job, now time.Time) {
+func (s *Scheduler) thawLocked(j *job, now int64) {
 	d := sinceNs(now, j.frozenAt)
 	j.frozenAt = 0
 	j.agingAt += int64(d)
-	if b := j.bg; b != nil && !b.expiresAt.IsZero() {
-		b.expiresAt = b.expiresAt.Add(d)
+	if b := j.bg; b != nil && b.expiresAt != 0 {
+		b.expiresAt += int64(d)
 		if b.timer != nil {
-			b.timer.Reset(b.expiresAt.Sub(now))
+			b.timer.Reset(sinceNs(b.expiresAt, now))
 		}
 	}
 }

@@ -57,7 +57,7 @@ func (p *PressureConfig) validate() (*PressureConfig, error) {
 type pressureGate struct {
 	cfg  *PressureConfig
 	high bool
-	at   time.Time // last reading; zero = never read
+	at   int64 // last reading, an instant (see Scheduler.now); 0 = never read
 	// timer runs redispatch. It is made (stopped) in New: creating it here,
 	// in dispatch's call graph, would make dispatch and redispatch one
 	// recursive component, and escape analysis would then move every
@@ -67,9 +67,9 @@ type pressureGate struct {
 
 // refreshPressureLocked reads the source if the last reading is older than
 // the interval.
-func (s *Scheduler) refreshPressureLocked(now time.Time) {
+func (s *Scheduler) refreshPressureLocked(now int64) {
 	g := s.pressure
-	if g == nil || (!g.at.IsZero() && now.Sub(g.at) < g.cfg.Interval) {
+	if g == nil || (g.at != 0 && sinceNs(now, g.at) < g.cfg.Interval) {
 		return
 	}
 	g.at = now

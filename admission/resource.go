@@ -1,7 +1,5 @@
 package admission
 
-import "time"
-
 // Conflicts: the resource table.
 //
 // A job with a conflict group uses the resource (group, job ID). Exclusive
@@ -17,7 +15,7 @@ import "time"
 // exclusive job does not count: pausing repacks must not stop fetches.
 
 // admitsLocked reports whether j, the head of its flow, may start on r now.
-func (s *Scheduler) admitsLocked(r *resource, j *job, now time.Time) bool {
+func (s *Scheduler) admitsLocked(r *resource, j *job, now int64) bool {
 	switch {
 	case j.typ.cfg.Access == Exclusive:
 		return r.holders == 0
@@ -55,7 +53,7 @@ func (r *resource) open(a Access) bool {
 func (r *resource) idle() bool { return r.holders == 0 && r.nwait == 0 && r.xwait == 0 }
 
 // parkLocked moves the head of its flow onto the resource that blocks it.
-func (s *Scheduler) parkLocked(j *job, r *resource, now time.Time) {
+func (s *Scheduler) parkLocked(j *job, r *resource, now int64) {
 	f := j.flow
 	f.jobs.Remove(j)
 	h := r.waiters[f]
@@ -84,7 +82,7 @@ func (s *Scheduler) parkLocked(j *job, r *resource, now time.Time) {
 // resource to waiters, the best parked job of each waiting flow returns to
 // its flow: those are the only candidates among its waiters, since a flow's
 // jobs go in the flow's order. The others stay parked.
-func (s *Scheduler) releaseResourceLocked(j *job, now time.Time) {
+func (s *Scheduler) releaseResourceLocked(j *job, now int64) {
 	r := j.res
 	j.res = nil
 	r.holders--
@@ -100,7 +98,7 @@ func (s *Scheduler) releaseResourceLocked(j *job, now time.Time) {
 // stopWaitingLocked notes that j, queued on r, leaves the queue or freezes:
 // if it was an exclusive job holding shared ones back, they may go. It
 // reports whether r changed.
-func (s *Scheduler) stopWaitingLocked(j *job, r *resource, now time.Time) bool {
+func (s *Scheduler) stopWaitingLocked(j *job, r *resource, now int64) bool {
 	if !j.xwaiting {
 		return false
 	}
@@ -114,7 +112,7 @@ func (s *Scheduler) stopWaitingLocked(j *job, r *resource, now time.Time) bool {
 
 // unparkLocked returns the best parked job of every waiting flow that r now
 // admits to that flow.
-func (s *Scheduler) unparkLocked(r *resource, now time.Time) {
+func (s *Scheduler) unparkLocked(r *resource, now int64) {
 	for f, h := range r.waiters {
 		if !r.open(f.typ.cfg.Access) {
 			continue

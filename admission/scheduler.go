@@ -31,8 +31,9 @@ type Scheduler struct {
 	// finds them cold (written last by another core), and each line is a
 	// miss. (The layout had them over thirteen lines.)
 
-	epoch time.Time // New's clock reading; now() counts from it. Never changes.
-	obs   *observer // telemetry and events; otel.go says which of its fields mu guards. Never changes.
+	epoch   time.Time // New's clock reading; now() counts from it. Never changes.
+	epochNs int64     // epoch in Unix nanoseconds. Never changes.
+	obs     *observer // telemetry and events; otel.go says which of its fields mu guards. Never changes.
 
 	mu sync.Mutex // guards the fields below, up to closeDone, except cfg (see there)
 
@@ -136,18 +137,30 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.epoch = time.Now()
+	s.epochNs = s.epoch.UnixNano()
 	s.obs = newObserver(s, &o)
 	return s, nil
 }
 
-// now reads the clock once. It derives the time from the monotonic clock
-// alone (one clock read instead of time.Now's two), which is all the
-// scheduler needs: it only ever subtracts its own readings.
-func (s *Scheduler) now() time.Time { return s.epoch.Add(time.Since(s.epoch)) }
+// now reads the clock once and returns the instant in Unix nanoseconds.
+//
+// Every instant inside the scheduler is such an int64: arrivals, aging
+// clocks, admissions, idle keys, cost entries, pauses, TTLs. It counts from
+// New's reading (epochNs) on the monotonic clock alone, one clock read where
+// time.Now takes two, so wall-clock steps never move it; it is the wall time
+// only as of New. The scheduler only ever subtracts its own readings, and an
+// int64 subtracts, compares and stores without the arithmetic of
+// time.Time's wall and monotonic fields, which cost about a tenth of an
+// uncontended Acquire and Release. timeAt turns an instant back into a
+// time.Time where one leaves the package (events, Snapshot).
+func (s *Scheduler) now() int64 { return s.epochNs + int64(time.Since(s.epoch)) }
 
-// sinceNs is the time from instant ns (Unix nanoseconds of one of the
-// scheduler's clock readings, as jobs keep them) to now.
-func sinceNs(now time.Time, ns int64) time.Duration { return time.Duration(now.UnixNano() - ns) }
+// timeAt is instant ns as a time.Time with a monotonic reading, as time.Now
+// returns.
+func (s *Scheduler) timeAt(ns int64) time.Time { return s.epoch.Add(time.Duration(ns - s.epochNs)) }
+
+// sinceNs is the time from instant ns to instant now.
+func sinceNs(now, ns int64) time.Duration { return time.Duration(now - ns) }
 
 // RegisterType registers job type t. Registering the same type again with an
 // identical config is a no-op; with a different config it is an error, as is
@@ -274,13 +287,13 @@ func (s *Scheduler) onKeyEvicted(name string, k *keyState) {
 }
 
 // activateKeyLocked returns the state of key name, making it active.
-func (s *Scheduler) activateKeyLocked(name string, now time.Time) *keyState {
+func (s *Scheduler) activateKeyLocked(name string, now int64) *keyState {
 	return s.wakeKeyLocked(s.keyLocked(name), name, now)
 }
 
 // wakeKeyLocked makes k, the state of key name (nil if untracked), active:
 // an idle or new key starts at max(V_k, V_sys), so idleness earns no credit.
-func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now time.Time) *keyState {
+func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now int64) *keyState {
 	switch {
 	case k != nil && k.active:
 		return k
@@ -289,7 +302,7 @@ func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now time.Time) *keyS
 			s.keys.Get(name) // recently used: an idle key is in the LRU, never pinned
 			s.keysFront = k
 		}
-		if now.Sub(k.idleSince) > s.cfg.KeyTTL {
+		if sinceNs(now, k.idleSince) > s.cfg.KeyTTL {
 			k.v = s.vsys // expired: its history is forgotten, as if evicted
 		}
 	case k == nil:
@@ -315,10 +328,10 @@ func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now time.Time) *keyS
 // at an active key there (one active since long ago): expired keys behind
 // it then wait for MaxKeys to evict them, and a key that returns after
 // KeyTTL is treated as new whether or not it was forgotten.
-func (s *Scheduler) expireKeysLocked(now time.Time) {
+func (s *Scheduler) expireKeysLocked(now int64) {
 	for range 2 {
 		_, k, ok := s.keys.GetOldest()
-		if !ok || k.active || now.Sub(k.idleSince) <= s.cfg.KeyTTL {
+		if !ok || k.active || sinceNs(now, k.idleSince) <= s.cfg.KeyTTL {
 			return
 		}
 		s.keys.RemoveOldest()
@@ -326,7 +339,7 @@ func (s *Scheduler) expireKeysLocked(now time.Time) {
 }
 
 // maybeIdleLocked makes k idle when it has nothing queued or running.
-func (s *Scheduler) maybeIdleLocked(k *keyState, now time.Time) {
+func (s *Scheduler) maybeIdleLocked(k *keyState, now int64) {
 	if !k.active || k.queued > 0 || k.running > 0 {
 		return
 	}
@@ -365,7 +378,7 @@ func likelySameString(a, b string) bool {
 //
 // Getting the LRU's newest entry again would move nothing, so a repeat of
 // the last (type, job ID) seen skips the map: costsFront is that entry.
-func (s *Scheduler) estimateLocked(t *typeState, id string, now time.Time) (float64, *costEntry) {
+func (s *Scheduler) estimateLocked(t *typeState, id string, now int64) (float64, *costEntry) {
 	e := s.costsFront
 	if e == nil || !sameStringData(string(e.key.typ), string(t.name)) || !likelySameString(e.key.id, id) || e.key.id != id {
 		var ok bool
@@ -377,8 +390,8 @@ func (s *Scheduler) estimateLocked(t *typeState, id string, now time.Time) (floa
 	return e.estimate(t, now, s.cfg.CostTTL), e
 }
 
-func (e *costEntry) estimate(t *typeState, now time.Time, ttl time.Duration) float64 {
-	if now.Sub(e.at) > ttl {
+func (e *costEntry) estimate(t *typeState, now int64, ttl time.Duration) float64 {
+	if sinceNs(now, e.at) > ttl {
 		return t.cfg.DefaultCost.Seconds()
 	}
 	return e.est
@@ -387,7 +400,7 @@ func (e *costEntry) estimate(t *typeState, now time.Time, ttl time.Duration) flo
 // learnLocked feeds j's observed cost into the EMA of (type, job ID). The
 // entry found at admission is updated in place, so a release costs no lookup;
 // if it was evicted since, the observation is lost, as any evicted state is.
-func (s *Scheduler) learnLocked(j *job, observed float64, now time.Time) {
+func (s *Scheduler) learnLocked(j *job, observed float64, now int64) {
 	t, e := j.typ, j.cost
 	if e == nil {
 		k := costKey{t.name, j.jobID}
@@ -400,7 +413,7 @@ func (s *Scheduler) learnLocked(j *job, observed float64, now time.Time) {
 		s.costsFront = e
 	}
 	a := s.cfg.CostAlpha
-	prev, counted := e.est, !e.at.IsZero() // for the cost metric: an evicted entry has a zero time
+	prev, counted := e.est, e.at != 0 // for the cost metric: an evicted entry has a zero time
 	e.est = a*observed + (1-a)*e.estimate(t, now, s.cfg.CostTTL)
 	e.at = now
 	s.costChangedLocked(t, e, prev, counted)

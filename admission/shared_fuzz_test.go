@@ -111,7 +111,7 @@ func (d *sharedDriver) step(desc string, op func(s *Scheduler, wake []*job) []*j
 	s := d.s
 	s.mu.Lock()
 	wake := op(s, nil)
-	wake = s.dispatchLocked(d.now, wake)
+	wake = s.dispatchLocked(d.now.UnixNano(), wake)
 	ierr := s.checkInvariantsLocked()
 	s.mu.Unlock()
 	if ierr != nil {
@@ -140,7 +140,7 @@ func (d *sharedDriver) arrive(typ JobType, key, id string) {
 	j := &job{jobID: id, foreground: true}
 	what := fmt.Sprintf("%s/%s key=%q", typ, id, key)
 	d.step("arrive "+what, func(s *Scheduler, wake []*job) []*job {
-		wake, err := s.enqueueLocked(j, s.types[typ], key, d.now, wake)
+		wake, err := s.enqueueLocked(j, s.types[typ], key, d.now.UnixNano(), wake)
 		if err == nil {
 			d.queued[j] = what
 		}
@@ -155,7 +155,7 @@ func (d *sharedDriver) complete(j *job) {
 		}
 	}
 	d.step(fmt.Sprintf("complete %s/%s", j.typ.name, j.jobID), func(s *Scheduler, wake []*job) []*job {
-		s.finishLocked(j, d.now, time.Second, true)
+		s.finishLocked(j, d.now.UnixNano(), time.Second, true)
 		return wake
 	})
 }
@@ -181,7 +181,7 @@ func (d *sharedDriver) cancel(arg byte) {
 	what := d.queued[pick]
 	delete(d.queued, pick)
 	d.step("cancel "+what, func(s *Scheduler, wake []*job) []*job {
-		s.unqueueLocked(pick, d.now)
+		s.unqueueLocked(pick, d.now.UnixNano())
 		pick.err = context.Canceled
 		return wake
 	})
@@ -196,13 +196,13 @@ func (d *sharedDriver) pause(what string, on bool) {
 		name, isType := strings.CutPrefix(what, "type:")
 		switch {
 		case isType && on:
-			s.pauseTypeLocked(s.types[JobType(name)], d.now)
+			s.pauseTypeLocked(s.types[JobType(name)], d.now.UnixNano())
 		case isType:
-			s.resumeTypeLocked(s.types[JobType(name)], d.now)
+			s.resumeTypeLocked(s.types[JobType(name)], d.now.UnixNano())
 		case on:
-			s.pauseKeyLocked(strings.TrimPrefix(what, "key:"), d.now)
+			s.pauseKeyLocked(strings.TrimPrefix(what, "key:"), d.now.UnixNano())
 		default:
-			s.resumeKeyLocked(strings.TrimPrefix(what, "key:"), d.now)
+			s.resumeKeyLocked(strings.TrimPrefix(what, "key:"), d.now.UnixNano())
 		}
 		return wake
 	})

@@ -120,7 +120,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap := Snapshot{
-		Time:          now,
+		Time:          s.timeAt(now),
 		Capacity:      s.cfg.Capacity,
 		DryRun:        s.dryRun,
 		InUse:         s.inUse,
@@ -138,7 +138,9 @@ func (s *Scheduler) Snapshot() Snapshot {
 		ts := TypeSnapshot{Type: t.name, Config: t.cfg, Running: t.running, Queued: t.queued,
 			Limit: t.limit, Paused: t.paused, LearnedCosts: c.n, MeanCost: mean}
 		if t.pause != nil {
-			ts.PausedUntil = t.pause.until
+			if t.pause.until != 0 {
+				ts.PausedUntil = s.timeAt(t.pause.until)
+			}
 		}
 		snap.Types = append(snap.Types, ts)
 	}
@@ -169,11 +171,11 @@ type costSum struct {
 // pass over the cost LRU (bounded by Config.MaxCostEntries). Keys and Values
 // list the entries in the same order (oldest to newest) and leave the LRU's
 // recency alone: looking must not change what is forgotten next.
-func (s *Scheduler) learnedCostsLocked(now time.Time) map[JobType]costSum {
+func (s *Scheduler) learnedCostsLocked(now int64) map[JobType]costSum {
 	sums := make(map[JobType]costSum, len(s.types))
 	keys, vals := s.costs.Keys(), s.costs.Values()
 	for i, e := range vals {
-		if now.Sub(e.at) > s.cfg.CostTTL {
+		if sinceNs(now, e.at) > s.cfg.CostTTL {
 			continue
 		}
 		c := sums[keys[i].typ]
@@ -215,7 +217,7 @@ func beforeAt(a, b queuedEntry) bool {
 // queueOrderLocked ranks every queued job at now and keeps the first
 // SnapshotMaxQueue in a bounded heap whose top is the worst kept entry, so
 // the cost is O(n log SnapshotMaxQueue).
-func (s *Scheduler) queueOrderLocked(keys []*keyState, now time.Time) []QueuedSnapshot {
+func (s *Scheduler) queueOrderLocked(keys []*keyState, now int64) []QueuedSnapshot {
 	kept := keyedHeap[*queuedEntry, *queuedEntry]{
 		key:   func(e *queuedEntry) *queuedEntry { return e },
 		less:  func(a, b **queuedEntry) bool { return beforeAt(**b, **a) },
@@ -246,7 +248,7 @@ func (s *Scheduler) queueOrderLocked(keys []*keyState, now time.Time) []QueuedSn
 }
 
 // conflictHoldsLocked reports whether j's resource would not admit it now.
-func (s *Scheduler) conflictHoldsLocked(j *job, now time.Time) bool {
+func (s *Scheduler) conflictHoldsLocked(j *job, now int64) bool {
 	r := s.resourceLocked(j)
 	if r == nil {
 		return false
@@ -257,7 +259,7 @@ func (s *Scheduler) conflictHoldsLocked(j *job, now time.Time) bool {
 	return !s.admitsLocked(r, j, now)
 }
 
-func (s *Scheduler) blockedByLocked(j *job, r rank, now time.Time) string {
+func (s *Scheduler) blockedByLocked(j *job, r rank, now int64) string {
 	switch {
 	case j.state == jobParked:
 		return "conflict"

@@ -86,7 +86,7 @@ type bgJob struct {
 	fn        func(context.Context) error // the work
 	ctx       context.Context             // parent of fn's context (values only)
 	ttl       time.Duration               // time allowed in the queue; 0 = no limit
-	expiresAt time.Time                   // when it expires if still queued; zero = never
+	expiresAt int64                       // when it expires if still queued; 0 = never
 	attempts  int                         // attempts that ran and failed
 	timer     *time.Timer                 // TTL expiry while queued, retry backoff after a failure
 }
@@ -235,7 +235,7 @@ type keyState struct {
 	active          bool
 	capped          bool
 	paused          bool
-	idleSince       time.Time
+	idleSince       int64   // an instant (see Scheduler.now)
 	flows           []*flow // flows with queued or parked jobs, one per type
 
 	head, tail *job   // queued and parked jobs in arrival order
@@ -355,5 +355,5 @@ type costKey struct {
 type costEntry struct {
 	key costKey // its key in Scheduler.costs
 	est float64 // seconds
-	at  time.Time
+	at  int64   // last observation, an instant (see Scheduler.now); 0 = evicted
 }

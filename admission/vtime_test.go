@@ -11,7 +11,7 @@ import (
 type core struct {
 	t   testing.TB
 	s   *Scheduler
-	now time.Time
+	now int64 // an instant (see Scheduler.now)
 }
 
 func newCore(t testing.TB, cfg Config, types map[JobType]JobTypeConfig) *core {
@@ -21,10 +21,10 @@ func newCore(t testing.TB, cfg Config, types map[JobType]JobTypeConfig) *core {
 	for name, c := range types {
 		must(t, s.RegisterType(name, c))
 	}
-	return &core{t: t, s: s, now: time.Unix(1_000_000, 0)}
+	return &core{t: t, s: s, now: time.Unix(1_000_000, 0).UnixNano()}
 }
 
-func (c *core) advance(d time.Duration) { c.now = c.now.Add(d) }
+func (c *core) advance(d time.Duration) { c.now += int64(d) }
 
 // arrive queues a foreground job and dispatches; it returns the job and the
 // jobs admitted by that dispatch.
@@ -225,7 +225,7 @@ func TestCostTTL(t *testing.T) {
 	c.finish(j)
 	c.s.mu.Lock()
 	fresh, _ := c.s.estimateLocked(c.s.types["x"], "repo", c.now)
-	stale, _ := c.s.estimateLocked(c.s.types["x"], "repo", c.now.Add(2*time.Hour))
+	stale, _ := c.s.estimateLocked(c.s.types["x"], "repo", c.now+int64(2*time.Hour))
 	c.s.mu.Unlock()
 	if !near(fresh, 0.3*11+0.7*1) || stale != 1 {
 		t.Fatalf("estimates fresh %v stale %v", fresh, stale)
