@@ -272,7 +272,7 @@ type dispatchBench struct {
 // parkedLocked is the number of parked jobs.
 func (d *dispatchBench) parkedLocked() int {
 	n := 0
-	for _, r := range d.s.resources {
+	for _, r := range d.s.allResourcesLocked() {
 		n += r.nwait
 	}
 	return n
@@ -403,7 +403,7 @@ func BenchmarkDispatch(b *testing.B) {
 				for range samples {
 					d.step(b)
 					parked += d.parkedLocked()
-					for _, r := range s.resources {
+					for _, r := range s.allResourcesLocked() {
 						waitingFlows += len(r.waiters)
 					}
 				}

@@ -68,10 +68,10 @@ func (s *Scheduler) pickLocked() *flow {
 // resourceLocked returns the conflict-table entry of j's resource, or nil
 // when j has no conflict group or nobody holds or waits on its resource.
 func (s *Scheduler) resourceLocked(j *job) *resource {
-	if j.typ.cfg.ConflictGroup == "" {
+	if j.typ.res == nil {
 		return nil
 	}
-	return s.resources[resKey{j.typ.cfg.ConflictGroup, j.jobID}]
+	return j.typ.res[j.jobID]
 }
 
 // enqueueLocked puts a new job in its flow, applying the queue bounds. It
@@ -268,11 +268,11 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now int64) {
 	t.running++
 	t.tier.running++
 	k.running++
-	if g := t.cfg.ConflictGroup; g != "" {
+	if t.res != nil {
 		switch {
 		case r == nil:
 			r = s.freeRes.get()
-			s.resources[resKey{g, j.jobID}] = r
+			t.res[j.jobID] = r
 		case r.idle():
 			s.idleRes-- // an idle entry is in use again
 		}

@@ -27,7 +27,10 @@ func TestIdleResourcesSwept(t *testing.T) {
 		use("repo-" + strconv.Itoa(i))
 	}
 	s.mu.Lock()
-	n := len(s.resources)
+	n := 0
+	for range s.allResourcesLocked() {
+		n++
+	}
 	s.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("%d conflict entries left after the sweep, want 0", n)

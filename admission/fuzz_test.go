@@ -312,7 +312,7 @@ func (h *harness) drain() {
 	s.mu.Lock()
 	inUse, queued, active, c := s.inUse, s.queued, len(s.activeKeysLocked()), s.counters
 	res := 0 // conflict-table entries still held or waited on (idle ones may be kept)
-	for _, r := range s.resources {
+	for _, r := range s.allResourcesLocked() {
 		if r.holders+r.nwait > 0 {
 			res++
 		}

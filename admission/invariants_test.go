@@ -2,8 +2,28 @@ package admission
 
 import (
 	"fmt"
+	"iter"
 	"testing"
 )
+
+// resKey names a conflict-table entry in the checks: its group and job ID.
+type resKey struct {
+	group ConflictGroup
+	id    string
+}
+
+// allResourcesLocked yields every conflict-table entry of every group.
+func (s *Scheduler) allResourcesLocked() iter.Seq2[resKey, *resource] {
+	return func(yield func(resKey, *resource) bool) {
+		for g, tbl := range s.resources {
+			for id, r := range tbl {
+				if !yield(resKey{g, id}, r) {
+					return
+				}
+			}
+		}
+	}
+}
 
 // checkInvariants locks s and verifies every structural invariant written on
 // the fields of Scheduler, flow, keyState, typeState and resource.
@@ -202,7 +222,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		}
 	}
 	idle := 0
-	for rk, r := range s.resources {
+	for rk, r := range s.allResourcesLocked() {
 		if r.holders != resRun[rk] || r.excl != resExcl[rk] || r.xwait != resXwait[rk] {
 			return fmt.Errorf("resource %v: holders %d (counted %d), excl %v, xwait %d (counted %d), waiting %d",
 				rk, r.holders, resRun[rk], r.excl, r.xwait, resXwait[rk], r.nwait)

@@ -113,6 +113,9 @@ func (s *Scheduler) stopWaitingLocked(j *job, r *resource, now int64) bool {
 // unparkLocked returns the best parked job of every waiting flow that r now
 // admits to that flow.
 func (s *Scheduler) unparkLocked(r *resource, now int64) {
+	if r.nwait == 0 {
+		return // (ranging over an empty map is not free)
+	}
 	for f, h := range r.waiters {
 		if !r.open(f.typ.cfg.Access) {
 			continue
@@ -173,10 +176,12 @@ func (s *Scheduler) maybeFreeResourceLocked(r *resource) {
 	if s.idleRes <= maxIdleResources {
 		return
 	}
-	for rk, r := range s.resources {
-		if r.idle() {
-			delete(s.resources, rk)
-			s.freeRes.put(r)
+	for _, tbl := range s.resources {
+		for id, r := range tbl {
+			if r.idle() {
+				delete(tbl, id)
+				s.freeRes.put(r)
+			}
 		}
 	}
 	s.idleRes = 0

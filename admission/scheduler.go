@@ -59,11 +59,11 @@ type Scheduler struct {
 	// the newest (Get, Add). An LRU drops its newest entry only when it
 	// holds no other, by an eviction inside Add or by expireKeysLocked right
 	// before an Add, and the caller of that Add then sets the new front.
-	resources map[resKey]*resource    // held, waited-on or idle resources
-	idleRes   int                     // entries of resources with no holder and no waiter
-	pressure  *pressureGate           // nil = no gate
-	running   keyedHeap[runKey, *job] // running jobs by start tag (V_sys)
-	freeJobs  freeList[job]           // records of released foreground permits
+	resources map[ConflictGroup]resourceTable // held, waited-on or idle resources, by group
+	idleRes   int                             // entries of resources with no holder and no waiter
+	pressure  *pressureGate                   // nil = no gate
+	running   keyedHeap[runKey, *job]         // running jobs by start tag (V_sys)
+	freeJobs  freeList[job]                   // records of released foreground permits
 	// cfg never changes after New, except Capacity and Keys, which the
 	// runtime setters change under mu. Its first two lines are hot too.
 	cfg      Config
@@ -116,7 +116,7 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		weights:     make(map[string]float64),
 		pending:     make(map[costKey]*job),
 		retrying:    make(map[*job]bool),
-		resources:   make(map[resKey]*resource),
+		resources:   make(map[ConflictGroup]resourceTable),
 		running:     newRunHeap(),
 		promos:      newPromoHeap(),
 		freeFlows:   freeList[flow]{max: maxFree},
@@ -183,8 +183,16 @@ func (s *Scheduler) RegisterType(t JobType, c JobTypeConfig) error {
 		tier = &tierState{prio: c.Priority, cap: tierCap(&s.cfg, c.Priority)}
 		s.tiers[c.Priority] = tier
 	}
+	var res resourceTable
+	if g := c.ConflictGroup; g != "" {
+		if res = s.resources[g]; res == nil {
+			res = resourceTable{}
+			s.resources[g] = res
+		}
+	}
 	s.types[t] = &typeState{
 		name:     t,
+		res:      res,
 		cfg:      c,
 		limit:    c.MaxConcurrency,
 		smithA:   c.OrderAging, // 0 unless Order is ShortestFirst

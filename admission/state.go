@@ -295,7 +295,8 @@ type typeState struct {
 	// first fields are the ones it reads: three cache lines.
 	name            JobType
 	tier            *tierState
-	limit           int // running jobs allowed: cfg.MaxConcurrency until SetTypeLimit; 0 = no cap
+	res             resourceTable // its conflict group's table (shared by the group's types); nil without a group
+	limit           int           // running jobs allowed: cfg.MaxConcurrency until SetTypeLimit; 0 = no cap
 	running, queued int
 	paused          bool
 	aging           *AgingConfig // Config.Aging, or nil when the type has NoAging
@@ -320,12 +321,12 @@ type tierState struct {
 	running, queued int
 }
 
-// resKey names a resource: jobs with the same non-empty group and job ID
-// conflict.
-type resKey struct {
-	group ConflictGroup
-	id    string
-}
+// resourceTable holds the conflict-table entries of one conflict group by
+// job ID: jobs of the group with the same job ID conflict. Keying each
+// group's table by the job ID alone makes a look-up hash one string (the
+// runtime's fast path for string keys) instead of a (group, job ID) pair,
+// and the group's table is found through the job's type, without a look-up.
+type resourceTable map[string]*resource
 
 // resource is a conflict-table entry.
 //
