@@ -156,16 +156,26 @@ func Bound(key string, maxLen int) string {
 }
 
 // printable reports whether s is valid UTF-8 without control characters.
+// Every call of both transports bounds its key, so the ASCII bytes, all of
+// a usual key, take one table look-up each; the first other byte hands the
+// rest to the rune-by-rune check.
 func printable(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
-			return false
-		} else if c >= utf8.RuneSelf {
-			return printableUTF8(s[i:])
+		if !printableASCII[s[i]] {
+			return s[i] >= utf8.RuneSelf && printableUTF8(s[i:])
 		}
 	}
 	return true
 }
+
+// printableASCII[c] says whether byte c is a printable ASCII character
+// (0x20 to 0x7e).
+var printableASCII = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = true
+	}
+	return t
+}()
 
 func printableUTF8(s string) bool {
 	for _, r := range s {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestIP(t *testing.T) {
@@ -201,6 +202,34 @@ func TestBoundUnprintable(t *testing.T) {
 	}
 	if got := Bound("\xff:x", 0); !strings.HasPrefix(got, "sha256:") {
 		t.Errorf("unprintable namespace kept: %q", got)
+	}
+}
+
+// printable agrees with a rune-by-rune definition (valid UTF-8, no C0 or
+// C1 control character, no DEL) on every byte alone, after ASCII and
+// before the rest, and on multi-byte runes.
+func TestPrintableMatchesRunes(t *testing.T) {
+	want := func(s string) bool {
+		if !utf8.ValidString(s) {
+			return false
+		}
+		for _, r := range s {
+			if r < 0x20 || (r >= 0x7f && r < 0xa0) {
+				return false
+			}
+		}
+		return true
+	}
+	var cases []string
+	for c := range 256 {
+		b := string([]byte{byte(c)})
+		cases = append(cases, b, "ip:1.2.3.4"+b, b+"ip:1.2.3.4", "ip:"+b+"é")
+	}
+	cases = append(cases, "", "spiffe://example.org/ns/é", "a\u0085b", "日本語", "a\u00a0b", "\xe6\x97")
+	for _, s := range cases {
+		if got := printable(s); got != want(s) {
+			t.Errorf("printable(%q) = %v, want %v", s, got, want(s))
+		}
 	}
 }
 
