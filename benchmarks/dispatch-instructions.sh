@@ -12,14 +12,14 @@
 # operation with its logarithm). See ADMISSION.md, "Session 5".
 #
 # Each count is the difference of two runs of -test.benchtime=N1x and N2x
-# divided by N2-N1, so the set-up, warm-up and sampling steps, which are
-# the same in both runs, cancel. Only calls inside (*dispatchBench).step (or
+# (each the median of three) divided by N2-N1, so the set-up, warm-up and
+# sampling steps, which are the same in both runs, cancel. Only calls inside (*dispatchBench).step (or
 # (*naiveSched).step) are counted. Go's asynchronous preemption signals are
 # turned off, which callgrind cannot follow, and so is the GC.
 #
 # Usage, from the repository root (needs valgrind: apt-get install valgrind):
 #   bash benchmarks/dispatch-instructions.sh [admission test binary]
-# About 3 minutes.
+# About 8 minutes.
 set -euo pipefail
 
 bin=${1:-}
@@ -37,11 +37,19 @@ count() {
 		awk '/Collected/ {print $4}'
 }
 
+# median3 FUNC BENCH N: the median count of three runs. Now and then one
+# run counts tens of millions of instructions more or fewer than the
+# others (callgrind losing track of the toggled function across a
+# goroutine stack switch, it seems); the median of three drops it.
+median3() {
+	{ count "$@"; count "$@"; count "$@"; } | sort -n | sed -n 2p
+}
+
 # perstep FUNC BENCH N1 N2: instructions per timed iteration.
 perstep() {
 	local a b
-	a=$(count "$1" "$2" "$3")
-	b=$(count "$1" "$2" "$4")
+	a=$(median3 "$1" "$2" "$3")
+	b=$(median3 "$1" "$2" "$4")
 	echo $(((b - a) / ($4 - $3)))
 }
 
