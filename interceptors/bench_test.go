@@ -150,6 +150,19 @@ func BenchmarkUnaryRPCPaired(b *testing.B) {
 	b.ReportMetric(100*(median[2]-median[1])/median[1], "p50-overhead-vs-noop-%")
 }
 
+// BenchmarkUnaryRPCNoise is BenchmarkUnaryRPCPaired with a control: a
+// second server without an interceptor, identical to the first. Their
+// difference (aa-) is what each statistic reads when there is nothing to
+// find: the noise floor against which fairseat's overhead (fairseat-) is
+// read, for the mean and for the median call.
+func BenchmarkUnaryRPCNoise(b *testing.B) {
+	mean, median := pairedCalls(b, []string{benchNone, benchNone, benchFairseat})
+	b.ReportMetric(100*(mean[1]-mean[0])/mean[0], "aa-overhead-%")
+	b.ReportMetric(100*(median[1]-median[0])/median[0], "aa-p50-overhead-%")
+	b.ReportMetric(100*(mean[2]-mean[0])/mean[0], "fairseat-overhead-%")
+	b.ReportMetric(100*(median[2]-median[0])/median[0], "fairseat-p50-overhead-%")
+}
+
 // BenchmarkUnaryRPCSplit splits fairseat's overhead on the median call in
 // the paired loop: a fourth server's interceptor only calls Acquire and
 // Release (with a fixed request, on its own scheduler). It reports, in ns
