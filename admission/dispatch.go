@@ -16,7 +16,7 @@ func (s *Scheduler) dispatchLocked(now int64, wake []*job) []*job {
 		// only while work is queued.
 		return wake
 	}
-	for nowNs := now; s.promos.Len() > 0 && s.promos.Top().promoAt <= nowNs; {
+	for s.promos.Len() > 0 && s.promos.Top().promoAt <= now {
 		s.syncFlowLocked(s.promos.Top(), now)
 	}
 	s.refreshPressureLocked(now)
