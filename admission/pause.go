@@ -216,7 +216,7 @@ func (s *Scheduler) thawLocked(j *job, now int64) {
 	if b := j.bg; b != nil && b.expiresAt != 0 {
 		b.expiresAt += int64(d)
 		if b.timer != nil {
-			b.timer.Reset(sinceNs(b.expiresAt, now))
+			b.timer.Reset(time.Duration(b.expiresAt - now)) // the TTL left
 		}
 	}
 }

@@ -30,7 +30,7 @@ var sharedTypeNames = []JobType{"fetch", "clone", "repack", "gc"}
 type sharedDriver struct {
 	t       testing.TB
 	s       *Scheduler
-	now     time.Time
+	now     int64 // an instant (see Scheduler.now)
 	ops     []string
 	queued  map[*job]string // what each queued job is, for messages
 	running []*job
@@ -56,7 +56,7 @@ func runSharedFuzz(t testing.TB, data []byte) {
 			t.Fatal(err)
 		}
 	}
-	d := &sharedDriver{t: t, s: s, now: time.Unix(1_000_000, 0), queued: map[*job]string{}, paused: map[string]bool{}}
+	d := &sharedDriver{t: t, s: s, now: time.Unix(1_000_000, 0).UnixNano(), queued: map[*job]string{}, paused: map[string]bool{}}
 	for n := 0; len(data) >= 2 && n < maxFuzzOps; n++ {
 		op, arg := data[0], data[1]
 		data = data[2:]
@@ -76,7 +76,7 @@ func runSharedFuzz(t testing.TB, data []byte) {
 		case 6:
 			d.pause("key:"+[]string{"", "a", "b"}[arg%3], arg&0x10 != 0)
 		}
-		d.now = d.now.Add(time.Duration(arg%4) * time.Second)
+		d.now += int64(time.Duration(arg%4) * time.Second)
 	}
 	for _, name := range sharedTypeNames {
 		d.pause("type:"+string(name), false)
@@ -111,7 +111,7 @@ func (d *sharedDriver) step(desc string, op func(s *Scheduler, wake []*job) []*j
 	s := d.s
 	s.mu.Lock()
 	wake := op(s, nil)
-	wake = s.dispatchLocked(d.now.UnixNano(), wake)
+	wake = s.dispatchLocked(d.now, wake)
 	ierr := s.checkInvariantsLocked()
 	s.mu.Unlock()
 	if ierr != nil {
@@ -140,7 +140,7 @@ func (d *sharedDriver) arrive(typ JobType, key, id string) {
 	j := &job{jobID: id, foreground: true}
 	what := fmt.Sprintf("%s/%s key=%q", typ, id, key)
 	d.step("arrive "+what, func(s *Scheduler, wake []*job) []*job {
-		wake, err := s.enqueueLocked(j, s.types[typ], key, d.now.UnixNano(), wake)
+		wake, err := s.enqueueLocked(j, s.types[typ], key, d.now, wake)
 		if err == nil {
 			d.queued[j] = what
 		}
@@ -155,7 +155,7 @@ func (d *sharedDriver) complete(j *job) {
 		}
 	}
 	d.step(fmt.Sprintf("complete %s/%s", j.typ.name, j.jobID), func(s *Scheduler, wake []*job) []*job {
-		s.finishLocked(j, d.now.UnixNano(), time.Second, true)
+		s.finishLocked(j, d.now, time.Second, true)
 		return wake
 	})
 }
@@ -181,7 +181,7 @@ func (d *sharedDriver) cancel(arg byte) {
 	what := d.queued[pick]
 	delete(d.queued, pick)
 	d.step("cancel "+what, func(s *Scheduler, wake []*job) []*job {
-		s.unqueueLocked(pick, d.now.UnixNano())
+		s.unqueueLocked(pick, d.now)
 		pick.err = context.Canceled
 		return wake
 	})
@@ -196,13 +196,13 @@ func (d *sharedDriver) pause(what string, on bool) {
 		name, isType := strings.CutPrefix(what, "type:")
 		switch {
 		case isType && on:
-			s.pauseTypeLocked(s.types[JobType(name)], d.now.UnixNano())
+			s.pauseTypeLocked(s.types[JobType(name)], d.now)
 		case isType:
-			s.resumeTypeLocked(s.types[JobType(name)], d.now.UnixNano())
+			s.resumeTypeLocked(s.types[JobType(name)], d.now)
 		case on:
-			s.pauseKeyLocked(strings.TrimPrefix(what, "key:"), d.now.UnixNano())
+			s.pauseKeyLocked(strings.TrimPrefix(what, "key:"), d.now)
 		default:
-			s.resumeKeyLocked(strings.TrimPrefix(what, "key:"), d.now.UnixNano())
+			s.resumeKeyLocked(strings.TrimPrefix(what, "key:"), d.now)
 		}
 		return wake
 	})
