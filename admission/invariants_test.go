@@ -157,8 +157,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if want := k.policy.MaxInFlight > 0 && k.running >= k.policy.MaxInFlight; k.capped != want {
 			return fmt.Errorf("key %q: capped %v, want %v", name, k.capped, want)
 		}
-		if k.lenQ != k.queued || (k.lenStamp != 0) != (k.queued > 0) {
-			return fmt.Errorf("key %q: queue lengths record %d queued (stamp %d), has %d", name, k.lenQ, k.lenStamp, k.queued)
+		if k.lenQ != k.queued || (k.lenSlot != 0) != (k.queued > 0) {
+			return fmt.Errorf("key %q: queue lengths record %d queued (slot %d), has %d", name, k.lenQ, k.lenSlot-1, k.queued)
 		}
 		n := 0
 		perFlow := map[*flow]int{}
@@ -319,12 +319,13 @@ func (q *queueLengths) verify() error {
 	for c, b := range q.buckets {
 		live := 0
 		for _, e := range b.entries {
-			if !e.live() {
+			if !q.live(e) {
 				continue
 			}
 			live++
-			if c == 0 || e.k.lenQ != c || e.k.queued != c {
-				return fmt.Errorf("queue lengths: key %q (%d queued, recorded %d) live in bucket %d", e.k.name, e.k.queued, e.k.lenQ, c)
+			k := q.owners[e.slot]
+			if c == 0 || k == nil || k.lenQ != c || k.queued != c || k.lenSlot-1 != int(e.slot) {
+				return fmt.Errorf("queue lengths: slot %d (key %v) live in bucket %d", e.slot, k, c)
 			}
 		}
 		if live != b.n {
@@ -335,8 +336,23 @@ func (q *queueLengths) verify() error {
 		}
 		keys += live
 	}
-	if top != q.max || keys != q.keys {
-		return fmt.Errorf("queue lengths: max %d (want %d), keys %d (want %d)", q.max, top, q.keys, keys)
+	if top != q.max || keys != q.len() {
+		return fmt.Errorf("queue lengths: max %d (want %d), keys %d (want %d)", q.max, top, q.len(), keys)
+	}
+	held := 0
+	for slot, k := range q.owners {
+		switch {
+		case k == nil && q.stamps[slot] != 0:
+			return fmt.Errorf("queue lengths: free slot %d has stamp %d", slot, q.stamps[slot])
+		case k == nil:
+		case k.lenSlot-1 != slot || k.queued == 0:
+			return fmt.Errorf("queue lengths: slot %d held by key %q (slot %d, %d queued)", slot, k.name, k.lenSlot-1, k.queued)
+		default:
+			held++
+		}
+	}
+	if held != keys || len(q.stamps) != len(q.owners) || held+len(q.free) != len(q.owners) {
+		return fmt.Errorf("queue lengths: %d slots held, %d free, of %d (%d stamps); %d keys queued", held, len(q.free), len(q.owners), len(q.stamps), keys)
 	}
 	return nil
 }

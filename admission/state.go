@@ -222,7 +222,7 @@ func newPromoHeap() ringHeap[promoKey, *flow] {
 //     a held key (capped or paused) has its flows in no type's order.
 //   - paused iff the key is in Scheduler.pausedKeys; then its queued jobs
 //     are frozen (job.frozenAt set).
-//   - lenQ and lenStamp are queueLengths' record of queued (see there).
+//   - lenQ and lenSlot are queueLengths' record of queued (see there).
 type keyState struct {
 	// A request's arrival and release touch only the first two cache
 	// lines: up to flows (of which they read the length).
@@ -238,9 +238,9 @@ type keyState struct {
 	idleSince       int64   // an instant (see Scheduler.now)
 	flows           []*flow // flows with queued or parked jobs, one per type
 
-	head, tail *job   // queued and parked jobs in arrival order
-	lenQ       int    // queued, as Scheduler.lengths last saw it
-	lenStamp   uint64 // stamp of the live entry in Scheduler.lengths; 0 = none
+	head, tail *job // queued and parked jobs in arrival order
+	lenQ       int  // queued, as Scheduler.lengths last saw it
+	lenSlot    int  // 1 + its slot in Scheduler.lengths while it has queued jobs; 0 = none
 }
 
 func (k *keyState) belowMin() bool { return k.running < k.policy.MinSeats }
