@@ -162,8 +162,12 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		}
 		n := 0
 		perFlow := map[*flow]int{}
-		for j := k.head; j != nil; j = j.next {
+		var last *job
+		for j := k.head; j != nil; last, j = j, j.next {
 			n++
+			if j != k.head && j.prev != last {
+				return fmt.Errorf("key %q: job %d's prev is not the job before it", name, j.seq)
+			}
 			if j.key != k || (j.state != jobQueued && j.state != jobParked) {
 				return fmt.Errorf("key %q lists job %d with key %q state %d", name, j.seq, j.key.name, j.state)
 			}
@@ -183,8 +187,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 				bgQueued++
 			}
 		}
-		if n != k.queued {
-			return fmt.Errorf("key %q: queued %d, listed %d", name, k.queued, n)
+		if n != k.queued || k.tail != last {
+			return fmt.Errorf("key %q: queued %d, listed %d (tail is the last: %v)", name, k.queued, n, k.tail == last)
 		}
 		queued += n
 		for _, f := range k.flows {

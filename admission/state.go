@@ -60,7 +60,7 @@ type job struct {
 	cost     *costEntry // learned estimate of (type, job ID) found at admission, or nil
 	res      *resource  // conflict-table entry held while running, or nil
 	startTag float64    // S_j = V_k at admission
-	prev     *job       // key's queued jobs, arrival order
+	prev     *job       // key's queued jobs, arrival order (prev is not kept at the head: see pushJob)
 	next     *job       //
 	// ready receives one token when a waiting foreground job is admitted or
 	// rejected. It is buffered and kept when the record is reused, so a wait
@@ -258,6 +258,14 @@ func (k *keyState) flowFor(t *typeState, prio Priority) *flow {
 	return nil
 }
 
+// pushJob appends j to k's list of queued and parked jobs.
+//
+// The list is doubly linked except at its head, whose prev is not kept: a
+// job is told to be the head by k.head, never by its prev. Then taking the
+// head off, the usual case (a key's oldest job admitted), writes only k
+// and the job itself, not the job behind it, whose record is a cache miss
+// when the queue is long. Only k.head..next is ever walked forwards and
+// prev backwards from a job that is not the head.
 func (k *keyState) pushJob(j *job) {
 	j.prev, j.next = k.tail, nil
 	if k.tail != nil {
@@ -269,16 +277,22 @@ func (k *keyState) pushJob(j *job) {
 	k.queued++
 }
 
+// unlinkJob takes j out of k's list.
 func (k *keyState) unlinkJob(j *job) {
-	if j.prev != nil {
+	if k.head == j {
+		k.head = j.next // j.next becomes the head: its prev is not kept
+	} else {
 		j.prev.next = j.next
-	} else {
-		k.head = j.next
+		if j.next != nil {
+			j.next.prev = j.prev
+		}
 	}
-	if j.next != nil {
-		j.next.prev = j.prev
-	} else {
-		k.tail = j.prev
+	if k.tail == j {
+		if k.head == nil {
+			k.tail = nil
+		} else {
+			k.tail = j.prev // j was not the head
+		}
 	}
 	j.prev, j.next = nil, nil
 	k.queued--
