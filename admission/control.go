@@ -87,10 +87,10 @@ func (s *Scheduler) SetKeyPolicy(key string, p KeyPolicy) error {
 			return fmt.Errorf("%w: SetKeyPolicy(%q): MinSeats of all keys would sum to %d, above Capacity %d",
 				ErrInvalidConfig, key, sum, s.cfg.Capacity)
 		}
-		s.cfg.Keys[name] = p
+		s.policies[name] = &p
 		if k := s.keyLocked(name); k != nil {
-			k.policy = p
-			s.setWeightLocked(k, s.weightFor(name, p), now)
+			k.policy = &p
+			s.setWeightLocked(k, s.weightFor(name, &p), now)
 			k.capped = p.MaxInFlight > 0 && k.running >= p.MaxInFlight
 			s.keyChangedLocked(k, now)
 		}
@@ -116,7 +116,7 @@ func (s *Scheduler) reconfigure(change func(now int64) error) error {
 // minSeatsLocked sums the MinSeats of the configured keys other than except.
 func (s *Scheduler) minSeatsLocked(except string) int {
 	sum := 0
-	for name, p := range s.cfg.Keys {
+	for name, p := range s.policies {
 		if name != except {
 			sum += p.MinSeats
 		}

@@ -84,7 +84,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now int64, w
 		return wake, &RejectedError{Reason: ErrClosed, Type: t.name}
 	}
 	k := s.keyLocked(key)
-	queuedByKey, p := 0, KeyPolicy{}
+	queuedByKey, p := 0, (*KeyPolicy)(nil)
 	if k != nil {
 		queuedByKey, p = k.queued, k.policy
 	} else {

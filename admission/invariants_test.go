@@ -328,7 +328,7 @@ func (q *queueLengths) verify() error {
 			}
 			live++
 			k := q.owners[e.slot]
-			if c == 0 || k == nil || k.lenQ != c || k.queued != c || k.lenSlot-1 != int(e.slot) {
+			if c == 0 || k == nil || k.lenQ != c || k.queued != c || k.lenSlot-1 != e.slot {
 				return fmt.Errorf("queue lengths: slot %d (key %v) live in bucket %d", e.slot, k, c)
 			}
 		}
@@ -349,7 +349,7 @@ func (q *queueLengths) verify() error {
 		case k == nil && q.stamps[slot] != 0:
 			return fmt.Errorf("queue lengths: free slot %d has stamp %d", slot, q.stamps[slot])
 		case k == nil:
-		case k.lenSlot-1 != slot || k.queued == 0:
+		case int(k.lenSlot-1) != slot || k.queued == 0:
 			return fmt.Errorf("queue lengths: slot %d held by key %q (slot %d, %d queued)", slot, k.name, k.lenSlot-1, k.queued)
 		default:
 			held++

@@ -103,7 +103,7 @@ func (q *queueLengths) hold(k *keyState) {
 		q.owners = append(q.owners, nil)
 	}
 	q.owners[slot] = k
-	k.lenSlot = int(slot) + 1
+	k.lenSlot = slot + 1
 }
 
 // release frees the slot of k, which has no queued jobs left: its entry

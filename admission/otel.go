@@ -160,10 +160,10 @@ func newObserver(s *Scheduler, o *options) *observer {
 	ob := &observer{
 		tracer:  o.tracerProvider.Tracer(ScopeName),
 		spanIDs: o.spanIdentifiers,
-		keyIdx:  make(map[string]int, len(s.cfg.Keys)),
+		keyIdx:  make(map[string]int, len(s.policies)),
 	}
 	ob.events.handler = o.eventHandler
-	for name := range s.cfg.Keys {
+	for name := range s.policies {
 		ob.keyNames = append(ob.keyNames, name)
 	}
 	slices.Sort(ob.keyNames)

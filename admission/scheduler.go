@@ -64,8 +64,9 @@ type Scheduler struct {
 	pressure  *pressureGate                   // nil = no gate
 	running   keyedHeap[runKey, *job]         // running jobs by start tag (V_sys)
 	freeJobs  freeList[job]                   // records of released foreground permits
-	// cfg never changes after New, except Capacity and Keys, which the
-	// runtime setters change under mu. Its first two lines are hot too.
+	// cfg never changes after New, except Capacity, which SetCapacity
+	// changes under mu; its Keys are moved to policies. Its first two
+	// lines are hot too.
 	cfg      Config
 	counters Counters
 
@@ -78,6 +79,7 @@ type Scheduler struct {
 	// looks at the top of each.
 	ready []*typeState
 
+	policies    map[string]*KeyPolicy     // Config.Keys, then SetKeyPolicy; cfg.Keys is nil
 	pausedKeys  map[string]*pause         // PauseKey; keyState.paused mirrors it for tracked keys
 	weights     map[string]float64        // SetWeight overrides, by key
 	pending     map[costKey]*job          // queued background jobs of types with a DuplicatePolicy
@@ -130,6 +132,14 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 	if s.costs, err = simplelru.NewLRU[costKey, *costEntry](c.MaxCostEntries, s.onCostEvicted); err != nil {
 		return nil, fmt.Errorf("%w: MaxCostEntries: %v", ErrInvalidConfig, err)
 	}
+	// Each configured key's policy is allocated once, and the state of the
+	// key points at it (as every other key's at cfg.DefaultKey), so that a
+	// key's state fits two cache lines.
+	s.policies = make(map[string]*KeyPolicy, len(c.Keys))
+	for name, p := range c.Keys {
+		s.policies[name] = &p
+	}
+	s.cfg.Keys = nil
 	s.dryRun = c.DryRun
 	if c.Pressure != nil {
 		s.pressure = &pressureGate{cfg: c.Pressure, timer: time.AfterFunc(time.Hour, s.redispatch)}
@@ -243,7 +253,7 @@ func foldIdentifier(s string) string {
 
 // weightFor is the weight of key name with policy p: SetWeight's override,
 // else the policy's.
-func (s *Scheduler) weightFor(name string, p KeyPolicy) float64 {
+func (s *Scheduler) weightFor(name string, p *KeyPolicy) float64 {
 	if len(s.weights) > 0 {
 		if w, ok := s.weights[name]; ok {
 			return w
@@ -252,12 +262,12 @@ func (s *Scheduler) weightFor(name string, p KeyPolicy) float64 {
 	return p.weight()
 }
 
-// policyFor is the KeyPolicy of a fairness key.
-func (s *Scheduler) policyFor(name string) KeyPolicy {
-	if p, ok := s.cfg.Keys[name]; ok {
+// policyFor is the KeyPolicy of a fairness key, shared with its state.
+func (s *Scheduler) policyFor(name string) *KeyPolicy {
+	if p, ok := s.policies[name]; ok {
 		return p
 	}
-	return s.cfg.DefaultKey
+	return &s.cfg.DefaultKey
 }
 
 // keyLocked returns the tracked state of key name, or nil, without touching

@@ -224,23 +224,26 @@ func newPromoHeap() ringHeap[promoKey, *flow] {
 //     are frozen (job.frozenAt set).
 //   - lenQ and lenSlot are queueLengths' record of queued (see there).
 type keyState struct {
-	// A request's arrival and release touch only the first two cache
-	// lines: up to flows (of which they read the length).
-	name   string
-	policy KeyPolicy
-	w      float64 // policy weight, > 0
-	v      float64 // V_k
+	// An admission reads or writes nearly every field, so the record is
+	// kept to 128 bytes: the allocator's 128-byte class is aligned to the
+	// 64-byte cache line, and a key is two lines, where at 152 bytes it
+	// was three (with 10,000 keys a key's state is not in the cache when
+	// its job is admitted). structs_test.go checks the size.
+	name    string
+	policy  *KeyPolicy // &Scheduler.cfg.DefaultKey or an entry of Scheduler.policies; never changed in place
+	w       float64    // policy weight, > 0
+	v       float64    // V_k
+	running int
+	queued  int
+	flows   []*flow // flows with queued or parked jobs, one per type
 
-	running, queued int
-	active          bool
-	capped          bool
-	paused          bool
-	idleSince       int64   // an instant (see Scheduler.now)
-	flows           []*flow // flows with queued or parked jobs, one per type
-
-	head, tail *job // queued and parked jobs in arrival order
-	lenQ       int  // queued, as Scheduler.lengths last saw it
-	lenSlot    int  // 1 + its slot in Scheduler.lengths while it has queued jobs; 0 = none
+	head, tail *job  // queued and parked jobs in arrival order
+	idleSince  int64 // an instant (see Scheduler.now)
+	lenQ       int   // queued, as Scheduler.lengths last saw it
+	lenSlot    int32 // 1 + its slot in Scheduler.lengths while it has queued jobs; 0 = none
+	active     bool
+	capped     bool
+	paused     bool
 }
 
 func (k *keyState) belowMin() bool { return k.running < k.policy.MinSeats }

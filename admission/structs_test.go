@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // Unit tests of the lock-free structures the scheduler is built from,
@@ -287,6 +288,23 @@ func TestRingHeapRandom(t *testing.T) {
 			if q.Len() != len(in) {
 				t.Fatalf("seed %d step %d: Len %d, holds %d", seed, step, q.Len(), len(in))
 			}
+		}
+	}
+}
+
+// TestRecordSizes keeps the records an admission touches within the cache
+// lines their comments promise: each size is a multiple of the 64-byte
+// line and one of the allocator's size classes, so every record starts on
+// a line of its own.
+func TestRecordSizes(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		size, max uintptr
+	}{
+		{"keyState", unsafe.Sizeof(keyState{}), 128},
+	} {
+		if c.size > c.max {
+			t.Errorf("%s is %d bytes, want at most %d", c.name, c.size, c.max)
 		}
 	}
 }
