@@ -194,10 +194,6 @@ func (s *Scheduler) submitLocked(j *job, t *typeState, key string, now int64, wa
 			wake = append(wake, old)
 		}
 	}
-	if t.smithA > 0 {
-		est, _ := s.estimateLocked(t, j.jobID, now)
-		j.invCost = 1 / max(est, 1e-6)
-	}
 	wake, err := s.enqueueLocked(j, t, key, now, wake)
 	if err != nil {
 		return wake, err

@@ -525,6 +525,36 @@ func TestShortestFirst(t *testing.T) {
 	})
 }
 
+// TestShortestFirstRequests: ShortestFirst orders a key's waiting requests
+// (Acquire, RunSync) by Smith's rule as it does background jobs; it once
+// ordered only Submit's jobs, which computed the estimate the rule needs,
+// and left requests first come, first served.
+func TestShortestFirstRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Capacity: 1})
+		must(t, err)
+		must(t, s.RegisterType("read", JobTypeConfig{Priority: 40, Order: ShortestFirst})) // a = 0.1/s²
+		must(t, s.RegisterType("hold", JobTypeConfig{Priority: 40}))
+		var rec recorder
+		// Learn the costs: big takes 10s, small 1s (est 3.7s and 1s).
+		must(t, s.RunSync(t.Context(), "read", "big", "", rec.job("big", 10*time.Second)))
+		must(t, s.RunSync(t.Context(), "read", "small", "", rec.job("small", time.Second)))
+
+		holder, err := s.Acquire(t.Context(), Request{Type: "hold"})
+		must(t, err)
+		var wg sync.WaitGroup
+		for _, id := range []string{"big", "small"} {
+			wg.Go(func() { must(t, s.RunSync(t.Context(), "read", id, "", rec.job(id, 0))) })
+			synctest.Wait()
+			time.Sleep(time.Second) // small arrives 1s after big: worth less than its 7.3s lead
+		}
+		holder.Release()
+		wg.Wait()
+		wantRan(t, &rec, "big", "small", "small", "big")
+		must(t, s.Close(t.Context()))
+	})
+}
+
 func TestAccessAndOrderValidation(t *testing.T) {
 	s, err := New(Config{Capacity: 1})
 	must(t, err)

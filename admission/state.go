@@ -76,7 +76,7 @@ type job struct {
 	// Rarely used.
 	frozenAt int64              // when its type or key was paused while it was queued; 0 = not frozen
 	err      error              // why the job ended without running
-	invCost  float64            // ShortestFirst types: 1/estimated cost in seconds at arrival
+	invCost  float64            // ShortestFirst types: 1/estimated cost in seconds at arrival (enqueueLocked)
 	cancel   context.CancelFunc // RunSync and background: cancelled at Close
 }
 
