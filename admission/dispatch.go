@@ -130,9 +130,8 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now int64, w
 	if j.bg == nil || j.bg.attempts == 0 { // a retry's aging clock continues from its first submission
 		j.agingAt = now
 	}
-	if t.smithA > 0 { // orders j in its flow (jobOrderKey)
-		est, _ := s.estimateLocked(t, j.jobID, now)
-		j.invCost = 1 / max(est, 1e-6)
+	if t.smithA > 0 {
+		j.est, _ = s.estimateLocked(t, j.jobID, now) // orders j in its flow (jobOrderKey)
 	}
 	if s.queued == 0 {
 		s.refreshPressureLocked(now)
@@ -259,8 +258,8 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now int64) {
 	k, t := j.key, j.typ
 	// The job's rank is computed afresh: a flow whose rank can no longer
 	// change (urgent, or at the ceiling) is not re-ranked as it keeps aging.
-	rk := rankAt(t.aging, j.prio, j.agingAt, now)
-	j.eff, j.urgent, j.promoted = rk.eff, rk.urgent, rk.promoted
+	rk := rankAt(t.aging, j.prio, j.agingAt, now) // as admittedRank finds it again
+	j.urgent = rk.urgent
 	j.state = jobRunning
 	j.started = now
 	j.est, j.cost = s.estimateLocked(t, j.jobID, now)
@@ -298,13 +297,13 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now int64) {
 		}
 	}
 	s.counters.Admitted++
-	if j.promoted > 0 { // (not written when zero: the counter's cache line stays cold)
-		s.counters.AgingPromotions += uint64(j.promoted)
+	if rk.promoted > 0 { // (not written when zero: the counter's cache line stays cold)
+		s.counters.AgingPromotions += uint64(rk.promoted)
 	}
-	if j.urgent {
+	if rk.urgent {
 		s.counters.UrgentAdmissions++
 	}
-	s.emitAdmittedLocked(j, now)
+	s.emitAdmittedLocked(j, rk, now)
 	if p := k.policy.MaxInFlight; p > 0 && k.running >= p {
 		k.capped = true
 	}
