@@ -142,14 +142,20 @@ func (q *ringHeap[K, T]) Remove(x T) {
 		return
 	}
 	var zero T
-	q.slot(ringPos(i)).v = zero
+	p := ringPos(i)
+	q.slot(p).v = zero
 	*q.heap.index(x) = -1
 	q.inRing--
-	for q.front != q.back && q.slot(q.front).v == zero {
-		q.front++
-	}
-	for q.back != q.front && q.slot(q.back-1).v == zero {
-		q.back--
+	// Only an end can have become a hole: the slots at the other end are
+	// not read (with a long queue, each is a cache miss).
+	if p == q.front {
+		for q.front != q.back && q.slot(q.front).v == zero {
+			q.front++
+		}
+	} else if p+1 == q.back {
+		for q.back != q.front && q.slot(q.back-1).v == zero {
+			q.back--
+		}
 	}
 }
 
