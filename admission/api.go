@@ -70,7 +70,7 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 	case err != nil:
 		return nil, err
 	case admitted:
-		return &Permit{s, j, j.seq}, nil
+		return &Permit{s, j, j.gen}, nil
 	}
 	sp := s.startWait(ctx, j, key, qlen)
 	p, err := s.wait(ctx, j, maxWait)
@@ -109,7 +109,7 @@ func (s *Scheduler) granted(j *job) (*Permit, error) {
 	if j.err != nil {
 		return nil, j.err
 	}
-	return &Permit{s, j, j.seq}, nil
+	return &Permit{s, j, j.gen}, nil
 }
 
 // abandon takes a waiter that gave up out of the queue. If its seat was
@@ -152,7 +152,7 @@ func (p *Permit) Release() {
 	now := s.now()
 	var buf [8]*job
 	s.mu.Lock()
-	if j.seq != p.seq || j.state != jobRunning {
+	if j.gen != p.gen || j.state != jobRunning {
 		s.mu.Unlock()
 		panic("admission: Permit.Release called on a permit that is not held (released twice?)")
 	}

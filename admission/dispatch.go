@@ -130,8 +130,9 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now int64, w
 	if j.bg == nil || j.bg.attempts == 0 { // a retry's aging clock continues from its first submission
 		j.agingAt = now
 	}
-	if t.smithA > 0 {
-		j.est, _ = s.estimateLocked(t, j.jobID, now) // orders j in its flow (jobOrderKey)
+	if t.smithA > 0 { // orders j in its flow (jobOrderKey)
+		est, _ := s.estimateLocked(t, j.jobID, now)
+		j.invCost = 1 / max(est, 1e-6)
 	}
 	if s.queued == 0 {
 		s.refreshPressureLocked(now)
@@ -258,8 +259,8 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now int64) {
 	k, t := j.key, j.typ
 	// The job's rank is computed afresh: a flow whose rank can no longer
 	// change (urgent, or at the ceiling) is not re-ranked as it keeps aging.
-	rk := rankAt(t.aging, j.prio, j.agingAt, now) // as admittedRank finds it again
-	j.urgent = rk.urgent
+	rk := rankAt(t.aging, j.prio, j.agingAt, now)
+	j.eff, j.urgent, j.promoted = rk.eff, rk.urgent, rk.promoted
 	j.state = jobRunning
 	j.started = now
 	j.est, j.cost = s.estimateLocked(t, j.jobID, now)
@@ -297,13 +298,13 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now int64) {
 		}
 	}
 	s.counters.Admitted++
-	if rk.promoted > 0 { // (not written when zero: the counter's cache line stays cold)
-		s.counters.AgingPromotions += uint64(rk.promoted)
+	if j.promoted > 0 { // (not written when zero: the counter's cache line stays cold)
+		s.counters.AgingPromotions += uint64(j.promoted)
 	}
-	if rk.urgent {
+	if j.urgent {
 		s.counters.UrgentAdmissions++
 	}
-	s.emitAdmittedLocked(j, rk, now)
+	s.emitAdmittedLocked(j, now)
 	if p := k.policy.MaxInFlight; p > 0 && k.running >= p {
 		k.capped = true
 	}

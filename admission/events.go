@@ -215,21 +215,20 @@ func (s *Scheduler) stopEvents() {
 // once when no handler is set; all run under Scheduler.mu.
 
 // emitAdmittedLocked reports an aged or urgent admission (seatLocked).
-// rk is j's rank at admission.
-func (s *Scheduler) emitAdmittedLocked(j *job, rk rank, now int64) {
-	if s.obs.events.handler == nil || (rk.promoted == 0 && !rk.urgent) {
+func (s *Scheduler) emitAdmittedLocked(j *job, now int64) {
+	if s.obs.events.handler == nil || (j.promoted == 0 && !j.urgent) {
 		return
 	}
-	s.emitAdmittedSlowLocked(j, rk, now)
+	s.emitAdmittedSlowLocked(j, now)
 }
 
-func (s *Scheduler) emitAdmittedSlowLocked(j *job, rk rank, now int64) {
+func (s *Scheduler) emitAdmittedSlowLocked(j *job, now int64) {
 	e := s.jobEvent(EventAged, j, now)
-	e.BasePriority, e.EffectivePriority, e.Promotions = j.prio, rk.eff, rk.promoted
-	if rk.promoted > 0 {
+	e.BasePriority, e.EffectivePriority, e.Promotions = j.prio, j.eff, j.promoted
+	if j.promoted > 0 {
 		s.emitLocked(e)
 	}
-	if rk.urgent {
+	if j.urgent {
 		e.Kind = EventUrgent
 		s.emitLocked(e)
 	}

@@ -367,7 +367,7 @@ func (h *harness) realEvents(wake []*job) []mEvent {
 		if j.err != nil {
 			out = append(out, mEvent{Kind: "pushout", ID: hj.id})
 		} else {
-			out = append(out, mEvent{Kind: "admit", ID: hj.id, Eff: j.admittedRank().eff, Urgent: j.urgent})
+			out = append(out, mEvent{Kind: "admit", ID: hj.id, Eff: j.eff, Urgent: j.urgent})
 		}
 	}
 	return out
@@ -932,8 +932,7 @@ func TestModelUrgentAdmissionRecordsStaleRank(t *testing.T) {
 		}
 		h.complete(hold, time.Second)
 		h.s.mu.Lock()
-		rk, total := h.jobs[s].j.admittedRank(), h.s.counters.AgingPromotions
-		promoted, eff := rk.promoted, rk.eff
+		promoted, eff, total := h.jobs[s].j.promoted, h.jobs[s].j.eff, h.s.counters.AgingPromotions
 		h.s.mu.Unlock()
 		if promoted != 10 || eff != 11 || total != 10 {
 			t.Errorf("dispatch at 6s: %v: scan admitted after 10s with %d promotions (eff %d), counter %d; want 10 (eff 11)", midway, promoted, eff, total)

@@ -249,11 +249,10 @@ func (s *Scheduler) arrived(ctx context.Context, t *typeState, j *job, key strin
 func (o *observer) admittedAtOnce(ctx context.Context, j *job, key string, qlen int, dry string) {
 	to := j.typ.obs
 	o.waitHist.Record(ctx, 0, to.waitOpts[resultAdmitted]...)
-	eff := j.admittedRank().eff
-	o.prioHist.Record(ctx, int64(eff), to.prioOpts...)
+	o.prioHist.Record(ctx, int64(j.eff), to.prioOpts...)
 	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
 		attrs := []attribute.KeyValue{
-			attrType.String(string(j.typ.name)), attrEffective.Int(int(eff)), attrQueueLen.Int(qlen),
+			attrType.String(string(j.typ.name)), attrEffective.Int(int(j.eff)), attrQueueLen.Int(qlen),
 		}
 		if dry != "" {
 			attrs = append(attrs, attrDryRun.String(dry))
@@ -305,10 +304,9 @@ func (s *Scheduler) endWait(ctx context.Context, sp trace.Span, j *job, err erro
 	r := resultOf(err)
 	to := j.typ.obs
 	var now int64 // read only when needed: an admission knows its instant
-	var rk rank
 	if r == resultAdmitted {
-		now, rk = j.started, j.admittedRank()
-		s.obs.prioHist.Record(ctx, int64(rk.eff), to.prioOpts...)
+		now = j.started
+		s.obs.prioHist.Record(ctx, int64(j.eff), to.prioOpts...)
 	} else {
 		now = s.now()
 	}
@@ -322,7 +320,7 @@ func (s *Scheduler) endWait(ctx context.Context, sp trace.Span, j *job, err erro
 	end := now
 	if r == resultAdmitted {
 		end = j.started
-		sp.SetAttributes(attrEffective.Int(int(rk.eff)), attrUrgent.Bool(rk.urgent), attrPromoted.Int(rk.promoted))
+		sp.SetAttributes(attrEffective.Int(int(j.eff)), attrUrgent.Bool(j.urgent), attrPromoted.Int(j.promoted))
 	}
 	var rej *RejectedError
 	if errors.As(err, &rej) {
@@ -358,7 +356,7 @@ func (s *Scheduler) submitted(t *typeState, err error) {
 func (s *Scheduler) backgroundStarted(j *job) {
 	ctx, to := context.Background(), j.typ.obs
 	s.obs.waitHist.Record(ctx, time.Duration(j.started-j.enqueued).Seconds(), to.waitOpts[resultAdmitted]...)
-	s.obs.prioHist.Record(ctx, int64(j.admittedRank().eff), to.prioOpts...)
+	s.obs.prioHist.Record(ctx, int64(j.eff), to.prioOpts...)
 }
 
 // backgroundDropped records a background job that left the queue without

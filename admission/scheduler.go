@@ -233,12 +233,12 @@ const maxFree = 1024
 // newJobLocked returns a zeroed job record, reused when one is free.
 func (s *Scheduler) newJobLocked() *job { return s.freeJobs.get() }
 
-// freeJobLocked recycles the record of a released foreground permit. Its
-// next use has a new seq, so the old Permit handle can no longer release
-// it. Its wake-up channel is kept: a released permit's waiter took the
-// only token (records of waiters that gave up are never recycled).
+// freeJobLocked recycles the record of a released foreground permit. The
+// generation moves on, so the old Permit handle can no longer release it.
+// Its wake-up channel is kept: a released permit's waiter took the only
+// token (records of waiters that gave up are never recycled).
 func (s *Scheduler) freeJobLocked(j *job) {
-	*j = job{ready: j.ready}
+	*j = job{gen: j.gen + 1, ready: j.ready}
 	s.freeJobs.put(j)
 }
 

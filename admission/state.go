@@ -22,71 +22,63 @@ const (
 // zero value is not a permit; only Acquire makes them.
 //
 // A Permit is a small handle on the scheduler's job record: records of
-// released permits are reused, and the job's sequence number, unique to
-// each arrival, tells a stale handle from the current holder, so a second
-// Release is detected even after reuse.
+// released permits are reused, and the generation tells a stale handle from
+// the current holder, so a second Release is detected even after reuse.
 type Permit struct {
 	s   *Scheduler
 	j   *job
-	seq uint64 // j.seq when granted
+	gen uint32
 }
 
 // job is one request or background job, from arrival until it ends.
 //
-// The record is 192 bytes, three cache lines: the allocator's 192-byte
-// class is line-aligned, so the lines are exactly the three groups below
-// (TestRecordSizes holds the size). With 100,000 queued jobs the record of
-// the job admitted is not in the cache, and every line it touches is a
-// miss: admitting a request of a type without a conflict group touches the
-// first two only.
+// The fields that admitting and releasing a job read or write come first,
+// so that they share as few cache lines as they can: with 100,000 queued
+// jobs, the record of the job admitted is not in the cache, and each line
+// it spans is a miss.
 type job struct {
-	// Finding and placing the job: dispatch, the queues, the key's list.
 	typ   *typeState
 	key   *keyState
 	flow  *flow  // set while queued or parked
 	jobID string // folded to MaxIdentifierLen
-	// seq is the arrival order, which breaks every tie. It also tells a
-	// Permit's job from a later use of its record (records are reused).
-	seq uint64
-	idx int // where it is in the jobQueue (flow or waiters) or heap (running) holding it; -1 = none (see ringHeap)
+	seq   uint64 // arrival order; breaks every tie
+
 	// Fields below change only under Scheduler.mu.
+	idx int // where it is in the jobQueue (flow or waiters) or heap (running) holding it; -1 = none (see ringHeap)
+	// The flags and gen share one word.
 	state      jobState
 	urgent     bool // at admission
 	ownPrio    bool // prio is an override: enqueue keeps it
 	waiting    bool // the caller waits on ready
 	xwaiting   bool // an exclusive job parked on its resource that has not started, left or frozen since: it holds new shared jobs back
 	foreground bool
+	gen        uint32 // bumped when the record is reused
 
-	// What admission writes and release reads.
-	prio    Priority // base priority: the type's, or SubmitWith's override
-	agingAt int64    // the aging clock's start, Unix nanoseconds: arrival, moved later by the time spent paused
-	// est is the estimated cost in seconds: from admission, the estimate
-	// charged; before it, for a ShortestFirst type only, the estimate at
-	// arrival, which orders the job in its flow (jobOrderKey).
-	est      float64
+	prio     Priority   // base priority: the type's, or SubmitWith's override
+	agingAt  int64      // the aging clock's start, Unix nanoseconds: arrival, moved later by the time spent paused
+	est      float64    // seconds charged at admission
 	cost     *costEntry // learned estimate of (type, job ID) found at admission, or nil
+	res      *resource  // conflict-table entry held while running, or nil
 	startTag float64    // S_j = V_k at admission
 	prev     *job       // key's queued jobs, arrival order (prev is not kept at the head: see pushJob)
 	next     *job       //
-	started  int64      // admission, Unix nanoseconds (as every instant below); 0 = not admitted
-
-	// Conflict groups, waiters, background jobs, rarer needs.
-	res *resource // conflict-table entry held while running, or nil
 	// ready receives one token when a waiting foreground job is admitted or
 	// rejected. It is buffered and kept when the record is reused, so a wait
 	// allocates no channel; waiting says whether the caller is parked on it
 	// (only then is a token sent, so none is ever left stale).
 	ready    chan struct{}
-	bg       *bgJob             // background jobs only: nil for requests
-	enqueued int64              // arrival
+	bg       *bgJob // background jobs only: nil for requests
+	started  int64  // admission, Unix nanoseconds (as every instant below); 0 = not admitted
+	enqueued int64  // arrival
+	eff      Priority
+	promoted int // aging promotions at admission
+
+	// Rarely used.
 	frozenAt int64              // when its type or key was paused while it was queued; 0 = not frozen
 	err      error              // why the job ended without running
+	invCost  float64            // ShortestFirst types: 1/estimated cost in seconds at arrival (enqueueLocked)
 	cancel   context.CancelFunc // RunSync and background: cancelled at Close
 }
-
-// admittedRank is j's rank at its admission, as seatLocked computed it:
-// the fields it depends on do not change while the job runs.
-func (j *job) admittedRank() rank { return rankAt(j.typ.aging, j.prio, j.agingAt, j.started) }
 
 // bgJob is what only background jobs carry, kept out of job so that the
 // records of queued requests, the bulk of a large queue, stay small.
@@ -134,7 +126,7 @@ func jobAgeKey(j *job) jobKey { return jobKey{j.agingAt, j.seq} }
 func jobOrderKey(j *job) jobKey {
 	k := jobAgeKey(j)
 	if a := j.typ.smithA; a > 0 {
-		k.at -= int64(min(1/(max(j.est, minSmithCost)*a), maxSmithShift) * 1e9)
+		k.at -= int64(min(j.invCost/a, maxSmithShift) * 1e9)
 	}
 	return k
 }
@@ -142,10 +134,6 @@ func jobOrderKey(j *job) jobKey {
 // maxSmithShift bounds 1/(a·r) in seconds (about 95 years), so that a tiny
 // OrderAging cannot overflow the int64 key.
 const maxSmithShift = 3e9
-
-// minSmithCost is the least cost r, in seconds, that Smith's rule uses: a
-// zero estimate counts as a microsecond.
-const minSmithCost = 1e-6
 
 func lessJobKey(a, b *jobKey) bool {
 	if a.at != b.at {

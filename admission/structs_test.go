@@ -302,7 +302,6 @@ func TestRecordSizes(t *testing.T) {
 		size, max uintptr
 	}{
 		{"keyState", unsafe.Sizeof(keyState{}), 128},
-		{"job", unsafe.Sizeof(job{}), 192},
 	} {
 		if c.size > c.max {
 			t.Errorf("%s is %d bytes, want at most %d", c.name, c.size, c.max)
