@@ -287,7 +287,7 @@ func (s *Scheduler) requeue(j *job) {
 	b := *j.bg
 	b.timer, b.expiresAt = nil, 0
 	r.bg = &b
-	r.state, r.idx, r.err, r.res, r.cost, r.frozenAt = jobNew, -1, nil, nil, nil, 0
+	r.state, r.idx, r.err, r.res, r.cost, r.frozenAt, r.started = jobNew, -1, nil, nil, nil, 0, 0
 	wake, err := s.submitLocked(&r, r.typ, r.key.name, now, buf[:0])
 	s.mu.Unlock()
 	s.wakeAll(wake)

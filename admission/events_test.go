@@ -167,6 +167,36 @@ func TestEventsBackground(t *testing.T) {
 	})
 }
 
+// TestEventsRetryWait: a retried job that expires in the queue reports the
+// wait of its new arrival, not one measured from its failed run's start
+// (which came out negative).
+func TestEventsRetryWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log eventLog
+		s := newOTelScheduler(t, Config{Capacity: 1}, JobTypeConfig{},
+			JobTypeConfig{MaxWait: 5 * time.Second, Retry: RetryPolicy{MaxAttempts: 2, Initial: time.Second}}, WithEventHandler(log.handle))
+		boom := errors.New("boom")
+		must(t, s.Submit("bg", "x", func(context.Context) error { time.Sleep(time.Second); return Retryable(boom) }))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		// x failed at 1s and is queued again at 2s, behind the holder.
+		holder, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "a", FairnessKey: "k"})
+		must(t, err)
+		time.Sleep(10 * time.Second) // x expires at 7s
+		holder.Release()
+		must(t, s.Close(t.Context()))
+		var expired []Event
+		for _, e := range log.take() {
+			if e.Kind == EventBackgroundExpired {
+				expired = append(expired, e)
+			}
+		}
+		if len(expired) != 1 || expired[0].Wait != 5*time.Second {
+			t.Fatalf("expired events %+v, want one with wait 5s", expired)
+		}
+	})
+}
+
 // TestEventsAllocation: allocation changes of configured keys and "other".
 func TestEventsAllocation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
