@@ -482,12 +482,21 @@ func TestPausedExclusiveDoesNotHoldReaders(t *testing.T) {
 	})
 }
 
+// newShortestFirstScheduler returns a one-seat scheduler with an Order
+// ShortestFirst type sf of priority prio (a = 0.1/s²) and a type "hold",
+// priority 40, whose permit keeps the seat while a test queues sf jobs.
+func newShortestFirstScheduler(t *testing.T, sf JobType, prio Priority) *Scheduler {
+	t.Helper()
+	s, err := New(Config{Capacity: 1})
+	must(t, err)
+	must(t, s.RegisterType(sf, JobTypeConfig{Priority: prio, Order: ShortestFirst}))
+	must(t, s.RegisterType("hold", JobTypeConfig{Priority: 40}))
+	return s
+}
+
 func TestShortestFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(Config{Capacity: 1})
-		must(t, err)
-		must(t, s.RegisterType("scan", JobTypeConfig{Priority: 5, Order: ShortestFirst})) // a = 0.1/s²
-		must(t, s.RegisterType("fg", JobTypeConfig{Priority: 40}))
+		s := newShortestFirstScheduler(t, "scan", 5)
 		var rec recorder
 		// Learn the costs: big takes 10s, small 1s.
 		must(t, s.Submit("scan", "big", rec.job("big", 10*time.Second)))
@@ -498,7 +507,7 @@ func TestShortestFirst(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 
-		holder, err := s.Acquire(t.Context(), Request{Type: "fg"})
+		holder, err := s.Acquire(t.Context(), Request{Type: "hold"})
 		must(t, err)
 		must(t, s.Submit("scan", "big", rec.job("big", 0)))
 		time.Sleep(time.Second)
@@ -510,7 +519,7 @@ func TestShortestFirst(t *testing.T) {
 		// small, worth 7.3s of waiting; big waited only 1s more.
 		wantRan(t, &rec, "big", "small", "small", "big")
 
-		holder, err = s.Acquire(t.Context(), Request{Type: "fg"})
+		holder, err = s.Acquire(t.Context(), Request{Type: "hold"})
 		must(t, err)
 		must(t, s.Submit("scan", "big", rec.job("big", 0)))
 		// The zero-length runs above moved the estimates to big 0.7·3.7 =
@@ -531,10 +540,7 @@ func TestShortestFirst(t *testing.T) {
 // and left requests first come, first served.
 func TestShortestFirstRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(Config{Capacity: 1})
-		must(t, err)
-		must(t, s.RegisterType("read", JobTypeConfig{Priority: 40, Order: ShortestFirst})) // a = 0.1/s²
-		must(t, s.RegisterType("hold", JobTypeConfig{Priority: 40}))
+		s := newShortestFirstScheduler(t, "read", 40)
 		var rec recorder
 		// Learn the costs: big takes 10s, small 1s (est 3.7s and 1s).
 		must(t, s.RunSync(t.Context(), "read", "big", "", rec.job("big", 10*time.Second)))

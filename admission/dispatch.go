@@ -130,10 +130,6 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now int64, w
 	if j.bg == nil || j.bg.attempts == 0 { // a retry's aging clock continues from its first submission
 		j.agingAt = now
 	}
-	if t.smithA > 0 { // orders j in its flow (jobOrderKey)
-		est, _ := s.estimateLocked(t, j.jobID, now)
-		j.invCost = 1 / max(est, 1e-6)
-	}
 	if s.queued == 0 {
 		s.refreshPressureLocked(now)
 		// Nothing else waits, so if j may start, it is the job dispatch would
@@ -150,6 +146,10 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now int64, w
 	}
 	if t.paused || k.paused {
 		j.frozenAt = now // its aging clock starts when the pause lifts
+	}
+	if t.smithA > 0 { // orders j in its flow (jobOrderKey); a job seated above never needs it
+		est, _ := s.estimateLocked(t, j.jobID, now)
+		j.invCost = 1 / max(est, 1e-6)
 	}
 	j.flow = f
 	j.state = jobQueued

@@ -81,7 +81,7 @@ func (q *queueLengths) update(k *keyState) {
 		}
 		b.n++
 		q.stamp++
-		slot := int32(k.lenSlot - 1)
+		slot := k.lenSlot - 1
 		q.stamps[slot] = q.stamp
 		b.entries = append(b.entries, lenEntry{q.stamp, slot})
 		q.max = max(q.max, cur)
@@ -109,7 +109,7 @@ func (q *queueLengths) hold(k *keyState) {
 // release frees the slot of k, which has no queued jobs left: its entry
 // is dead from now on.
 func (q *queueLengths) release(k *keyState) {
-	slot := int32(k.lenSlot - 1)
+	slot := k.lenSlot - 1
 	q.stamps[slot], q.owners[slot] = 0, nil
 	q.free = append(q.free, slot)
 	k.lenSlot = 0

@@ -137,10 +137,8 @@ func (s *Scheduler) Snapshot() Snapshot {
 		}
 		ts := TypeSnapshot{Type: t.name, Config: t.cfg, Running: t.running, Queued: t.queued,
 			Limit: t.limit, Paused: t.paused, LearnedCosts: c.n, MeanCost: mean}
-		if t.pause != nil {
-			if t.pause.until != 0 {
-				ts.PausedUntil = s.timeAt(t.pause.until)
-			}
+		if t.pause != nil && t.pause.until != 0 {
+			ts.PausedUntil = s.timeAt(t.pause.until)
 		}
 		snap.Types = append(snap.Types, ts)
 	}
