@@ -217,7 +217,7 @@
 // several keys share the longest length (DESIGN leaves the choice open),
 // the one that reached it last gives way: a key that just grew is the one
 // flooding. The keys are bucketed by queued count (queueLengths), so
-// finding the longest costs O(1) and a change touches only its own key.
+// finding the longest costs O(1) and a change touches no other key.
 //
 // With Config.DeadlineAware, a request that has to wait and whose context
 // deadline ends before the earliest time it could start fails at once with
