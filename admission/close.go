@@ -85,8 +85,8 @@ func (s *Scheduler) Close(ctx context.Context) error {
 		err = s.stop(ctx.Err())
 	}
 	s.mu.Lock()
-	for _, slot := range s.running.s {
-		if j := slot.v; j.cancel != nil {
+	for j := range s.running.All() {
+		if j.cancel != nil {
 			j.cancel()
 		}
 	}
@@ -134,7 +134,7 @@ func (s *Scheduler) stop(cause error) error {
 // Scheduler.lengths) and those with running jobs — in a stable order (by
 // name), so that Close acts on queued work deterministically.
 func (s *Scheduler) activeKeysLocked() []*keyState {
-	seen := make(map[*keyState]bool, s.lengths.len())
+	seen := make(map[*keyState]bool, s.lengths.Len())
 	var ks []*keyState
 	add := func(k *keyState) {
 		if !seen[k] {
@@ -142,9 +142,11 @@ func (s *Scheduler) activeKeysLocked() []*keyState {
 			ks = append(ks, k)
 		}
 	}
-	s.lengths.each(add)
-	for _, slot := range s.running.s {
-		add(slot.v.key)
+	for k := range s.lengths.All() {
+		add(k)
+	}
+	for j := range s.running.All() {
+		add(j.key)
 	}
 	sortKeys(ks)
 	return ks

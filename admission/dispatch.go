@@ -52,7 +52,7 @@ func (s *Scheduler) pickLocked() *flow {
 		if t.blocked() {
 			continue
 		}
-		k := t.flows.topKey()
+		k := t.flows.TopKey()
 		// Urgent jobs may exceed their tier cap; a type's top flow is urgent
 		// whenever any of its flows is, because urgency sorts first.
 		if !k.urgent && t.tier.running >= t.tier.cap || s.pressureHolds(k.eff) {
@@ -99,7 +99,7 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now int64, w
 	if s.queued >= s.cfg.MaxQueue {
 		// Fair push-out: the longest queue gives up its newest job to a key
 		// with fewer queued; otherwise the arrival itself is turned away.
-		long := s.lengths.longest()
+		long := s.lengths.Longest()
 		if long.queued <= queuedByKey {
 			s.counters.RejectedQueueFull++
 			s.emitRejectedLocked(j, t, key, ErrQueueFull, true, now)
@@ -275,7 +275,7 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now int64) {
 	if t.res != nil {
 		switch {
 		case r == nil:
-			r = s.freeRes.get()
+			r = s.freeRes.Get()
 			t.res[j.jobID] = r
 		case r.idle():
 			s.idleRes-- // an idle entry is in use again
@@ -419,10 +419,7 @@ func (s *Scheduler) unreadyLocked(t *typeState) {
 }
 
 func (s *Scheduler) newFlowLocked(k *keyState, t *typeState, prio Priority) *flow {
-	f := s.freeFlows.get()
-	if f.jobs.heap.key == nil { // new, not recycled
-		f.jobs = newJobQueue()
-	}
+	f := s.freeFlows.Get()
 	f.key, f.typ, f.prio, f.typIdx, f.promoIdx = k, t, prio, -1, -1
 	k.flows = append(k.flows, f)
 	return f
@@ -440,12 +437,12 @@ func (s *Scheduler) freeFlowLocked(f *flow) {
 		}
 	}
 	f.key, f.typ = nil, nil
-	f.jobs.reset()
-	s.freeFlows.put(f)
+	f.jobs.Reset()
+	s.freeFlows.Put(f)
 }
 
 // queuedChangedLocked records k's new queued count for push-out.
-func (s *Scheduler) queuedChangedLocked(k *keyState) { s.lengths.update(k) }
+func (s *Scheduler) queuedChangedLocked(k *keyState) { s.lengths.Set(&k.byLen, k, k.queued) }
 
 // backgroundChangedLocked signals Close when the last background job is gone.
 func (s *Scheduler) backgroundChangedLocked() {
@@ -509,8 +506,7 @@ func (s *Scheduler) checkDeadlineLocked(ctx context.Context, j *job, now int64) 
 // running jobs (t's DefaultCost when none runs).
 func (s *Scheduler) runningTimesLocked(t *typeState, now int64) (first, mean float64) {
 	first, sum := -1.0, 0.0
-	for _, slot := range s.running.s {
-		r := slot.v
+	for r := range s.running.All() {
 		rem := max(r.est-sinceNs(now, r.started).Seconds(), 0)
 		if first < 0 || rem < first {
 			first = rem

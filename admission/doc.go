@@ -75,7 +75,11 @@
 // The structures below are unexported, take no locks, and are used only under
 // Scheduler.mu (see the field comments for their invariants; a test-only
 // checkInvariantsLocked verifies them after every step of the table and fuzz
-// tests).
+// tests). The generic ordered structures they are built from live in
+// internal packages, each with its own doc and tests: internal/ringheap
+// (the orderings), internal/lengths (push-out's buckets) and
+// internal/freelist (records kept for reuse, so that the steady state
+// allocates nothing but a request's Permit).
 //
 //   - flow: the queued jobs of one (fairness key, job type, base priority),
 //     in a jobQueue ordered by (aging start, seq), or for an Order
@@ -92,15 +96,21 @@
 //     ordered by the promotion instant. Dispatch first re-ranks the flows whose
 //     instant has passed, so effective priority is exact at every dispatch
 //     without a timer per job or a periodic pass.
-//   - These three orderings are ringHeaps: a sorted ring for what arrives in
-//     order, a keyedHeap beside it for the rest, the least element the
-//     lesser of the two fronts. They are mostly in order: jobs join their
-//     flow behind the jobs already there; the flow just served goes to
-//     V_k + est/w_k, behind the keys served before it when jobs cost alike;
-//     heads are promoted one Interval after another. What is in order costs
-//     O(1) and touches no other element; the rest costs a heap operation.
+//   - These three orderings are ringheap.Queues: a sorted ring for what
+//     arrives in order, a 4-ary heap beside it for the rest, the least
+//     element the lesser of the two fronts. They are mostly in order: jobs
+//     join their flow behind the jobs already there (only retries, whose
+//     aging clock runs from their first submission, jobs back from a
+//     resource they were parked on and ShortestFirst overtakes go to the
+//     heap); the flow just served goes to V_k + est/w_k, behind the keys
+//     served before it when jobs cost alike, so under one client's thousand
+//     clones admission is O(1) instead of a sift through a heap of all
+//     flows; heads are promoted one Interval after another. What is in
+//     order costs O(1) and touches no other element; the rest costs a heap
+//     operation. Scheduler.running, the running jobs by start tag (for
+//     V_sys), is a ringheap.Heap alone.
 //   - Scheduler.lengths: keys with queued jobs bucketed by their count, for
-//     push-out (queueLengths).
+//     push-out (a lengths.Buckets; each key keeps its lengths.Handle).
 //   - Blocked work waits where its blocker is. A job whose resource does not
 //     admit it is parked on that resource (resource.waiters, one jobQueue
 //     per flow) and holds no seat; when the resource opens to it, each waiting
@@ -112,7 +122,7 @@
 //   - Every ordering keeps each element's sort key in its slot, beside the
 //     element: comparisons read contiguous memory, never the element (with
 //     100,000 queued jobs, cache misses rather than comparisons set the
-//     cost). keyedHeap is 4-ary, halving the depth a sift walks.
+//     cost). The heaps are 4-ary, halving the depth a sift walks.
 //   - An arrival when nothing at all is queued, if it may start, is the job
 //     dispatch would pick; it takes its seat without entering these
 //     structures (the uncontended case).
@@ -216,7 +226,7 @@
 // flooding client can never lock a light client out of the queue. When
 // several keys share the longest length (DESIGN leaves the choice open),
 // the one that reached it last gives way: a key that just grew is the one
-// flooding. The keys are bucketed by queued count (queueLengths), so
+// flooding. The keys are bucketed by queued count (internal/lengths), so
 // finding the longest costs O(1) and a change touches no other key.
 //
 // With Config.DeadlineAware, a request that has to wait and whose context

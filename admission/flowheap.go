@@ -1,5 +1,7 @@
 package admission
 
+import "github.com/fairseat/fairseat/internal/ringheap"
+
 // sortKey is a flow's place in the dispatch order at its last sync (see
 // lessKey): the head's rank, its key's MinSeats status and virtual time, and
 // the head's age and sequence.
@@ -39,7 +41,7 @@ func lessKey(a, b *sortKey) bool {
 // flowSortKey is f's sort key as of now: the rank syncFlowLocked stored in
 // f, its key's virtual time and MinSeats status, its head's age.
 func flowSortKey(f *flow) sortKey {
-	return sortKey{v: f.key.v, headAt: f.headAgingAt(), headSeq: f.jobs.topKey().seq, eff: f.eff, urgent: f.urgent, belowMin: f.key.belowMin()}
+	return sortKey{v: f.key.v, headAt: f.headAgingAt(), headSeq: f.jobs.TopKey().seq, eff: f.eff, urgent: f.urgent, belowMin: f.key.belowMin()}
 }
 
 // headAgingAt is the aging start of f's best job, read from its order key
@@ -47,11 +49,13 @@ func flowSortKey(f *flow) sortKey {
 // ShortestFirst key is shifted by the job's cost, and then it comes from
 // the job.
 func (f *flow) headAgingAt() int64 {
-	hk, h := f.jobs.top()
+	hk, h := f.jobs.Peek()
 	if f.typ.smithA > 0 {
 		return h.agingAt
 	}
 	return hk.at
 }
 
-func newFlowHeap() ringHeap[sortKey, *flow] { return newRingHeap(flowSortKey, lessKey, flowTypIndex) }
+func newFlowHeap() ringheap.Queue[sortKey, *flow] {
+	return ringheap.NewQueue(flowSortKey, lessKey, flowTypIndex)
+}

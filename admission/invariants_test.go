@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"iter"
 	"testing"
+
+	"github.com/fairseat/fairseat/internal/lengths"
 )
 
 // resKey names a conflict-table entry in the checks: its group and job ID.
@@ -40,14 +42,14 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	if err := s.checkObserverLocked(); err != nil {
 		return err
 	}
-	if i := s.running.verify(); i >= 0 {
-		return fmt.Errorf("running heap broken at %d", i)
+	if err := s.running.Verify(); err != nil {
+		return fmt.Errorf("running: %v", err)
 	}
-	if err := s.promos.verify(); err != nil {
+	if err := s.promos.Verify(); err != nil {
 		return fmt.Errorf("promotions: %v", err)
 	}
-	if err := s.lengths.verify(); err != nil {
-		return err
+	if err := s.lengths.Verify(func(k *keyState) *lengths.Handle { return &k.byLen }); err != nil {
+		return fmt.Errorf("queue lengths: %v", err)
 	}
 	if err := s.checkFrontsLocked(); err != nil {
 		return err
@@ -64,8 +66,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	resExcl := map[resKey]int{}
 	resXwait := map[resKey]int{}
 	bgRun := 0
-	for _, slot := range s.running.s {
-		j := slot.v
+	for j := range s.running.All() {
 		if j.state != jobRunning {
 			return fmt.Errorf("job %d in running heap has state %d", j.seq, j.state)
 		}
@@ -101,10 +102,10 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if (t.readyIdx >= 0) != (t.flows.Len() > 0) {
 			return fmt.Errorf("type %q: readyIdx %d with %d flows", t.name, t.readyIdx, t.flows.Len())
 		}
-		if err := t.flows.verify(); err != nil {
+		if err := t.flows.Verify(); err != nil {
 			return fmt.Errorf("type %q: flows: %v", t.name, err)
 		}
-		for _, f := range ringElems(&t.flows) {
+		for f := range t.flows.All() {
 			if f.typ != t || f.jobs.Len() == 0 || f.key.held() || f.key.flowFor(t, f.prio) != f {
 				return fmt.Errorf("type %q holds a flow it should not (key %q, %d jobs, capped %v)", t.name, f.key.name, f.jobs.Len(), f.key.capped)
 			}
@@ -123,7 +124,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			return fmt.Errorf("type %q: %d running above its limit %d", t.name, t.running, c)
 		}
 	}
-	for _, f := range ringElems(&s.promos) {
+	for f := range s.promos.All() {
 		if f.typIdx == -1 {
 			return fmt.Errorf("flow (%q, %q) in promotion heap but not in its type heap", f.key.name, f.typ.name)
 		}
@@ -157,8 +158,11 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if want := k.policy.MaxInFlight > 0 && k.running >= k.policy.MaxInFlight; k.capped != want {
 			return fmt.Errorf("key %q: capped %v, want %v", name, k.capped, want)
 		}
-		if k.lenQ != k.queued || (k.lenSlot != 0) != (k.queued > 0) {
-			return fmt.Errorf("key %q: queue lengths record %d queued (slot %d), has %d", name, k.lenQ, k.lenSlot-1, k.queued)
+		if err := s.lengths.VerifyHandle(&k.byLen, k); err != nil {
+			return fmt.Errorf("key %q: %v", name, err)
+		}
+		if k.byLen.Count() != k.queued {
+			return fmt.Errorf("key %q: queue lengths record %d queued, has %d", name, k.byLen.Count(), k.queued)
 		}
 		n := 0
 		perFlow := map[*flow]int{}
@@ -195,15 +199,15 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			if f.key != k || f.jobs.Len()+int(f.parked) == 0 || perFlow[f] != f.jobs.Len()+int(f.parked) {
 				return fmt.Errorf("key %q flow %q: %d ready + %d parked, %d listed", name, f.typ.name, f.jobs.Len(), f.parked, perFlow[f])
 			}
-			if err := f.jobs.verify(); err != nil {
+			if err := f.jobs.Verify(); err != nil {
 				return fmt.Errorf("key %q flow %q: %v", name, f.typ.name, err)
 			}
 			var bad *job
-			f.jobs.each(func(j *job) {
+			for j := range f.jobs.All() {
 				if j.state != jobQueued || j.flow != f {
 					bad = j
 				}
-			})
+			}
 			if bad != nil {
 				return fmt.Errorf("flow (%q, %q) holds job %d in state %d", name, f.typ.name, bad.seq, bad.state)
 			}
@@ -236,15 +240,15 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		}
 		n := 0
 		for f, h := range r.waiters {
-			if err := h.verify(); h.Len() == 0 || err != nil {
+			if err := h.Verify(); h.Len() == 0 || err != nil {
 				return fmt.Errorf("resource %v: bad waiter queue for flow (%q, %q): %d jobs, %v", rk, f.key.name, f.typ.name, h.Len(), err)
 			}
 			var bad *job
-			h.each(func(j *job) {
+			for j := range h.All() {
 				if j.state != jobParked || j.flow != f || j.jobID != rk.id {
 					bad = j
 				}
-			})
+			}
 			if bad != nil {
 				return fmt.Errorf("resource %v: waiter %d in state %d", rk, bad.seq, bad.state)
 			}
@@ -259,13 +263,12 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		// or not, has a ready flow mate ahead of it: the shared jobs its
 		// xwait holds back are not held forever.)
 		readyOn := func(f *flow) bool {
-			on := false
-			f.jobs.each(func(j *job) {
+			for j := range f.jobs.All() {
 				if j.typ.cfg.ConflictGroup == rk.group && j.jobID == rk.id {
-					on = true
+					return true
 				}
-			})
-			return on
+			}
+			return false
 		}
 		for f := range r.waiters {
 			if !r.open(f.typ.cfg.Access) {
@@ -304,8 +307,7 @@ func (s *Scheduler) activeKeyLocked(name string) *keyState {
 // dumpLocked renders the scheduler state for failure messages.
 func (s *Scheduler) dumpLocked() string {
 	out := fmt.Sprintf("inUse=%d/%d queued=%d vsys=%.3f\n", s.inUse, s.cfg.Capacity, s.queued, s.vsys)
-	for _, slot := range s.running.s {
-		j := slot.v
+	for j := range s.running.All() {
 		out += fmt.Sprintf("  running %s/%s key=%q tag=%.3f est=%.3f\n", j.typ.name, j.jobID, j.key.name, j.startTag, j.est)
 	}
 	for _, k := range s.activeKeysLocked() {
@@ -314,57 +316,6 @@ func (s *Scheduler) dumpLocked() string {
 			out += fmt.Sprintf("    job %d %s/%s state=%d\n", j.seq, j.typ.name, j.jobID, j.state)
 		}
 	}
-	return out
-}
-
-// verify checks the invariants written on queueLengths.
-func (q *queueLengths) verify() error {
-	keys, top := 0, 0
-	for c, b := range q.buckets {
-		live := 0
-		for _, e := range b.entries {
-			if !q.live(e) {
-				continue
-			}
-			live++
-			k := q.owners[e.slot]
-			if c == 0 || k == nil || k.lenQ != c || k.queued != c || k.lenSlot-1 != e.slot {
-				return fmt.Errorf("queue lengths: slot %d (key %v) live in bucket %d", e.slot, k, c)
-			}
-		}
-		if live != b.n {
-			return fmt.Errorf("queue lengths: bucket %d counts %d keys, holds %d live entries", c, b.n, live)
-		}
-		if live > 0 {
-			top = c
-		}
-		keys += live
-	}
-	if top != q.max || keys != q.len() {
-		return fmt.Errorf("queue lengths: max %d (want %d), keys %d (want %d)", q.max, top, q.len(), keys)
-	}
-	held := 0
-	for slot, k := range q.owners {
-		switch {
-		case k == nil && q.stamps[slot] != 0:
-			return fmt.Errorf("queue lengths: free slot %d has stamp %d", slot, q.stamps[slot])
-		case k == nil:
-		case int(k.lenSlot-1) != slot || k.queued == 0:
-			return fmt.Errorf("queue lengths: slot %d held by key %q (slot %d, %d queued)", slot, k.name, k.lenSlot-1, k.queued)
-		default:
-			held++
-		}
-	}
-	if held != keys || len(q.stamps) != len(q.owners) || held+len(q.free) != len(q.owners) {
-		return fmt.Errorf("queue lengths: %d slots held, %d free, of %d (%d stamps); %d keys queued", held, len(q.free), len(q.owners), len(q.stamps), keys)
-	}
-	return nil
-}
-
-// ringElems returns the elements of q (tests only).
-func ringElems[K comparable, T comparable](q *ringHeap[K, T]) []T {
-	var out []T
-	q.each(func(x T) { out = append(out, x) })
 	return out
 }
 

@@ -61,10 +61,7 @@ func (s *Scheduler) parkLocked(j *job, r *resource, now int64) {
 		if r.waiters == nil {
 			r.waiters = make(map[*flow]*jobQueue)
 		}
-		h = s.freeWaiters.get()
-		if h.heap.key == nil { // new, not recycled
-			*h = newJobQueue()
-		}
+		h = s.freeWaiters.Get()
 		r.waiters[f] = h
 	}
 	h.Push(j)
@@ -180,7 +177,7 @@ func (s *Scheduler) maybeFreeResourceLocked(r *resource) {
 		for id, r := range tbl {
 			if r.idle() {
 				delete(tbl, id)
-				s.freeRes.put(r)
+				s.freeRes.Put(r)
 			}
 		}
 	}
@@ -189,6 +186,6 @@ func (s *Scheduler) maybeFreeResourceLocked(r *resource) {
 
 // freeWaitersLocked recycles an emptied waiter queue.
 func (s *Scheduler) freeWaitersLocked(h *jobQueue) {
-	h.reset()
-	s.freeWaiters.put(h)
+	h.Reset()
+	s.freeWaiters.Put(h)
 }

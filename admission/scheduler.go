@@ -11,6 +11,10 @@ import (
 	"unsafe"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/fairseat/fairseat/internal/freelist"
+	"github.com/fairseat/fairseat/internal/lengths"
+	"github.com/fairseat/fairseat/internal/ringheap"
 )
 
 // Request is what a transport asks admission for: the job type of the route,
@@ -62,8 +66,8 @@ type Scheduler struct {
 	resources map[ConflictGroup]resourceTable // held, waited-on or idle resources, by group
 	idleRes   int                             // entries of resources with no holder and no waiter
 	pressure  *pressureGate                   // nil = no gate
-	running   keyedHeap[runKey, *job]         // running jobs by start tag (V_sys)
-	freeJobs  freeList[job]                   // records of released foreground permits
+	running   ringheap.Heap[runKey, *job]     // running jobs by start tag (V_sys)
+	freeJobs  freelist.List[job]              // records of released foreground permits
 	// cfg never changes after New, except Capacity, which SetCapacity
 	// changes under mu; its Keys are moved to policies. Its first two
 	// lines are hot too.
@@ -79,16 +83,16 @@ type Scheduler struct {
 	// looks at the top of each.
 	ready []*typeState
 
-	policies    map[string]*KeyPolicy     // Config.Keys, then SetKeyPolicy; cfg.Keys is nil
-	pausedKeys  map[string]*pause         // PauseKey; keyState.paused mirrors it for tracked keys
-	weights     map[string]float64        // SetWeight overrides, by key
-	pending     map[costKey]*job          // queued background jobs of types with a DuplicatePolicy
-	retrying    map[*job]bool             // background jobs waiting out a retry backoff
-	promos      ringHeap[promoKey, *flow] // flows by next promotion instant
-	lengths     queueLengths              // keys with queued jobs, by count (push-out)
-	freeFlows   freeList[flow]            // recycled flows, no jobs
-	freeRes     freeList[resource]        // recycled conflict entries, no holder or waiter
-	freeWaiters freeList[jobQueue]        // emptied waiter queues of resources
+	policies    map[string]*KeyPolicy           // Config.Keys, then SetKeyPolicy; cfg.Keys is nil
+	pausedKeys  map[string]*pause               // PauseKey; keyState.paused mirrors it for tracked keys
+	weights     map[string]float64              // SetWeight overrides, by key
+	pending     map[costKey]*job                // queued background jobs of types with a DuplicatePolicy
+	retrying    map[*job]bool                   // background jobs waiting out a retry backoff
+	promos      ringheap.Queue[promoKey, *flow] // flows by next promotion instant
+	lengths     lengths.Buckets[*keyState]      // keys with queued jobs, by count (push-out)
+	freeFlows   freelist.List[flow]             // recycled flows, no jobs
+	freeRes     freelist.List[resource]         // recycled conflict entries, no holder or waiter
+	freeWaiters freelist.List[jobQueue]         // emptied waiter queues of resources
 
 	bgQueued, bgRunning int           // background jobs queued and running
 	bgIdle              chan struct{} // closed when closing and no background job is left
@@ -121,10 +125,10 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		resources:   make(map[ConflictGroup]resourceTable),
 		running:     newRunHeap(),
 		promos:      newPromoHeap(),
-		freeFlows:   freeList[flow]{max: maxFree},
-		freeRes:     freeList[resource]{max: maxFree},
-		freeJobs:    freeList[job]{max: maxFree},
-		freeWaiters: freeList[jobQueue]{max: maxFree},
+		freeFlows:   freelist.New(maxFree, func() *flow { return &flow{jobs: newJobQueue()} }),
+		freeRes:     freelist.New[resource](maxFree, nil),
+		freeJobs:    freelist.New[job](maxFree, nil),
+		freeWaiters: freelist.New(maxFree, func() *jobQueue { q := newJobQueue(); return &q }),
 	}
 	if s.keys, err = simplelru.NewLRU[string, *keyState](c.MaxKeys, s.onKeyEvicted); err != nil {
 		return nil, fmt.Errorf("%w: MaxKeys: %v", ErrInvalidConfig, err)
@@ -231,7 +235,7 @@ func (s *Scheduler) typeLocked(t JobType) (*typeState, error) {
 const maxFree = 1024
 
 // newJobLocked returns a zeroed job record, reused when one is free.
-func (s *Scheduler) newJobLocked() *job { return s.freeJobs.get() }
+func (s *Scheduler) newJobLocked() *job { return s.freeJobs.Get() }
 
 // freeJobLocked recycles the record of a released foreground permit. The
 // generation moves on, so the old Permit handle can no longer release it.
@@ -239,7 +243,7 @@ func (s *Scheduler) newJobLocked() *job { return s.freeJobs.get() }
 // token (records of waiters that gave up are never recycled).
 func (s *Scheduler) freeJobLocked(j *job) {
 	*j = job{gen: j.gen + 1, ready: j.ready}
-	s.freeJobs.put(j)
+	s.freeJobs.Put(j)
 }
 
 // foldIdentifier bounds fairness keys and job IDs (see MaxIdentifierLen).

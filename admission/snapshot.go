@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/fairseat/fairseat/internal/ringheap"
 )
 
 // Counters are cumulative totals since New, copied into a Snapshot (a plain
@@ -216,11 +218,11 @@ func beforeAt(a, b queuedEntry) bool {
 // SnapshotMaxQueue in a bounded heap whose top is the worst kept entry, so
 // the cost is O(n log SnapshotMaxQueue).
 func (s *Scheduler) queueOrderLocked(keys []*keyState, now int64) []QueuedSnapshot {
-	kept := keyedHeap[*queuedEntry, *queuedEntry]{
-		key:   func(e *queuedEntry) *queuedEntry { return e },
-		less:  func(a, b **queuedEntry) bool { return beforeAt(**b, **a) },
-		index: func(e *queuedEntry) *int { return &e.idx },
-	}
+	kept := ringheap.NewHeap(
+		func(e *queuedEntry) *queuedEntry { return e },
+		func(a, b **queuedEntry) bool { return beforeAt(**b, **a) },
+		func(e *queuedEntry) *int { return &e.idx },
+	)
 	for _, k := range keys {
 		for j := k.head; j != nil; j = j.next {
 			e := &queuedEntry{j: j, r: s.rankLocked(j, now)}

@@ -3,6 +3,9 @@ package admission
 import (
 	"context"
 	"time"
+
+	"github.com/fairseat/fairseat/internal/lengths"
+	"github.com/fairseat/fairseat/internal/ringheap"
 )
 
 // jobState is where a job is; every job moves forward through these states
@@ -44,7 +47,7 @@ type job struct {
 	seq   uint64 // arrival order; breaks every tie
 
 	// Fields below change only under Scheduler.mu.
-	idx int // where it is in the jobQueue (flow or waiters) or heap (running) holding it; -1 = none (see ringHeap)
+	idx int // where it is in the jobQueue (flow or waiters) or heap (running) holding it; -1 = none (see ringheap)
 	// The flags and gen share one word.
 	state      jobState
 	urgent     bool // at admission
@@ -102,10 +105,10 @@ func (j *job) timer() *time.Timer {
 func jobIndex(j *job) *int { return &j.idx }
 
 // jobQueue holds the queued jobs of a flow, or the jobs of one flow parked
-// on one resource, in the flow's order (see ringHeap).
-type jobQueue = ringHeap[jobKey, *job]
+// on one resource, in the flow's order (see ringheap.Queue).
+type jobQueue = ringheap.Queue[jobKey, *job]
 
-func newJobQueue() jobQueue { return newRingHeap(jobOrderKey, lessJobKey, jobIndex) }
+func newJobQueue() jobQueue { return ringheap.NewQueue(jobOrderKey, lessJobKey, jobIndex) }
 
 // jobKey orders the queued jobs of one flow: by age (aging start, then
 // arrival) for FIFO types; for ShortestFirst types by Smith's rule with
@@ -148,17 +151,17 @@ type runKey struct {
 	seq uint64
 }
 
-func newRunHeap() keyedHeap[runKey, *job] {
-	return keyedHeap[runKey, *job]{
-		key: func(j *job) runKey { return runKey{j.startTag, j.seq} },
-		less: func(a, b *runKey) bool {
+func newRunHeap() ringheap.Heap[runKey, *job] {
+	return ringheap.NewHeap(
+		func(j *job) runKey { return runKey{j.startTag, j.seq} },
+		func(a, b *runKey) bool {
 			if a.tag != b.tag {
 				return a.tag < b.tag
 			}
 			return a.seq < b.seq
 		},
-		index: jobIndex,
-	}
+		jobIndex,
+	)
 }
 
 // flow is the queued work of one (fairness key, job type).
@@ -178,7 +181,7 @@ type flow struct {
 	prio Priority // base priority of all its jobs
 	jobs jobQueue
 
-	typIdx   int // where it is in typ.flows, or -1 (see ringHeap)
+	typIdx   int // where it is in typ.flows, or -1 (see ringheap.Queue)
 	promoIdx int // where it is in Scheduler.promos, or -1
 
 	// parked is int32 so that it and urgent share a word and a flow stays
@@ -198,9 +201,9 @@ type promoKey struct {
 	seq uint64
 }
 
-func newPromoHeap() ringHeap[promoKey, *flow] {
-	return newRingHeap(
-		func(f *flow) promoKey { return promoKey{f.promoAt, f.jobs.topKey().seq} },
+func newPromoHeap() ringheap.Queue[promoKey, *flow] {
+	return ringheap.NewQueue(
+		func(f *flow) promoKey { return promoKey{f.promoAt, f.jobs.TopKey().seq} },
 		func(a, b *promoKey) bool {
 			if a.at != b.at {
 				return a.at < b.at
@@ -222,7 +225,7 @@ func newPromoHeap() ringHeap[promoKey, *flow] {
 //     a held key (capped or paused) has its flows in no type's order.
 //   - paused iff the key is in Scheduler.pausedKeys; then its queued jobs
 //     are frozen (job.frozenAt set).
-//   - lenQ and lenSlot are queueLengths' record of queued (see there).
+//   - byLen is its place in Scheduler.lengths, which has recorded queued.
 type keyState struct {
 	// An admission reads or writes nearly every field, so the record is
 	// kept to 128 bytes: the allocator's 128-byte class is aligned to the
@@ -237,10 +240,9 @@ type keyState struct {
 	queued  int
 	flows   []*flow // flows with queued or parked jobs, one per type
 
-	head, tail *job  // queued and parked jobs in arrival order
-	idleSince  int64 // an instant (see Scheduler.now)
-	lenQ       int   // queued, as Scheduler.lengths last saw it
-	lenSlot    int32 // 1 + its slot in Scheduler.lengths while it has queued jobs; 0 = none
+	head, tail *job           // queued and parked jobs in arrival order
+	idleSince  int64          // an instant (see Scheduler.now)
+	byLen      lengths.Handle // its place in Scheduler.lengths (queued as last recorded, its slot)
 	active     bool
 	capped     bool
 	paused     bool
@@ -321,7 +323,7 @@ type typeState struct {
 	smithA          float64      // Order ShortestFirst: the aging factor a; 0 = FIFO
 	readyIdx        int
 	cfg             JobTypeConfig // as registered
-	flows           ringHeap[sortKey, *flow]
+	flows           ringheap.Queue[sortKey, *flow]
 	pause           *pause
 }
 

@@ -1,0 +1,43 @@
+// Package ringheap holds the priority queues the admission scheduler orders
+// its work with: [Heap], a 4-ary min-heap whose slots keep each element's
+// sort key beside it, and [Queue], a sorted ring in front of such a heap
+// for elements that mostly arrive in order.
+//
+// Both are generic over the element T (a pointer, in practice) and its sort
+// key K. The caller gives three functions when it builds one:
+//
+//   - key(x) computes x's sort key. It is called when x is pushed or fixed
+//     and the result is kept in x's slot, so ordering compares contiguous
+//     memory and never dereferences an element it does not move.
+//   - less(a, b) orders two keys. It takes pointers so that a large key is
+//     not copied at every comparison.
+//   - index(x) returns where x stores its position. The structure owns that
+//     int while x is in it and sets it to -1 when x leaves; the caller
+//     initialises it to -1. Knowing its position, an element whose key
+//     changed is fixed, and an element anywhere removed, without a search.
+//
+// As with container/heap, a caller changes an element and then calls Fix;
+// ties must be broken by the key itself (a sequence number), so the order
+// is total and reproducible.
+//
+// # Why keys live in the slots
+//
+// With 100,000 queued jobs over 10,000 keys, the elements are not in the
+// cache: chasing every compared element, and writing the position of every
+// moved one, were cache misses on every admission. Keeping the key in the
+// slot leaves only the moved elements' positions to write; four children
+// per node halve the depth of the heap, and so the moves.
+//
+// # Why a ring
+//
+// The scheduler's queues are mostly in order: a flow's jobs arrive in
+// aging order, the flow just served goes to the back of its type's order
+// when jobs cost alike, and promotions come a fixed interval apart. An
+// element whose key is not less than the ring's last key joins the back of
+// the ring in O(1) and touches no other element; only the rest pay a heap
+// operation (see [Queue]).
+//
+// Neither type takes a lock: they are used under their owner's mutex, and
+// are not safe for concurrent use. Verify checks every invariant written
+// on them; tests call it after each operation.
+package ringheap

@@ -1,0 +1,69 @@
+package ringheap_test
+
+import (
+	"fmt"
+
+	"github.com/fairseat/fairseat/internal/ringheap"
+)
+
+// task is an element: it carries its own sort key fields and the position
+// the queue keeps in it.
+type task struct {
+	name string
+	at   int // arrival, the sort key
+	seq  int // breaks ties
+	idx  int // owned by the queue; -1 when in none
+}
+
+type taskKey struct{ at, seq int }
+
+func lessTask(a, b *taskKey) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.seq < b.seq
+}
+
+// A Queue of tasks ordered by arrival: in-order arrivals go to the ring, a
+// late one to the heap beside it, and Fix moves a task whose key changed.
+func ExampleQueue() {
+	q := ringheap.NewQueue(
+		func(t *task) taskKey { return taskKey{t.at, t.seq} },
+		lessTask,
+		func(t *task) *int { return &t.idx },
+	)
+	tasks := []*task{{name: "a", at: 1}, {name: "b", at: 2}, {name: "c", at: 4}, {name: "d", at: 3}}
+	for i, t := range tasks {
+		t.seq, t.idx = i, -1
+		q.Push(t) // d sorts before c: it goes to the heap
+	}
+	tasks[0].at = 5 // a is retried: it now sorts last
+	q.Fix(tasks[0])
+	for q.Len() > 0 {
+		t := q.Pop()
+		fmt.Println(t.name, t.at)
+	}
+	// Output:
+	// b 2
+	// d 3
+	// c 4
+	// a 5
+}
+
+// A Heap keeps each element's key in its slot; Remove takes an element out
+// from anywhere by the position stored in it.
+func ExampleHeap() {
+	h := ringheap.NewHeap(
+		func(t *task) taskKey { return taskKey{t.at, t.seq} },
+		lessTask,
+		func(t *task) *int { return &t.idx },
+	)
+	tasks := []*task{{name: "a", at: 3}, {name: "b", at: 1}, {name: "c", at: 2}}
+	for i, t := range tasks {
+		t.seq, t.idx = i, -1
+		h.Push(t)
+	}
+	h.Remove(tasks[2].idx) // c leaves from wherever it is
+	fmt.Println(h.Pop().name, h.Pop().name, h.Len())
+	// Output: b a 0
+}
