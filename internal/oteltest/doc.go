@@ -37,7 +37,10 @@
 // order, [TracerProvider.Ended] the ended ones in end order, both as
 // [SpanData] copies.
 //
-// Not implemented: span limits, stack traces (trace.WithStackTrace is
+// Each span keeps every event unless the provider was made with
+// [WithEventLimit], which keeps the latest n, as the SDK's span limits do.
+//
+// Not implemented: other span limits, stack traces (trace.WithStackTrace is
 // ignored), samplers, span processors and exporters, and the tracer's
 // instrumentation attributes (the scope keeps name, version and schema
 // URL).

@@ -24,8 +24,10 @@ type SpanData struct {
 	Ended       bool
 	Attributes  []attribute.KeyValue // in the order first set, one per key
 	Events      []Event
-	Links       []trace.Link
-	Status      Status
+	// DroppedEvents counts the oldest events dropped by WithEventLimit.
+	DroppedEvents int
+	Links         []trace.Link
+	Status        Status
 }
 
 // Event is a span event. Its zero value is an empty event.
@@ -125,6 +127,12 @@ func (s *span) AddEvent(name string, opts ...trace.EventOption) {
 
 func (s *span) addEventLocked(name string, at time.Time, kvs []attribute.KeyValue) {
 	s.data.Events = append(s.data.Events, Event{Name: name, Time: at, Attributes: slices.Clone(kvs)})
+	if limit := s.tp.eventLimit; limit > 0 && len(s.data.Events) > limit {
+		// Reslicing drops the oldest in O(1); when append next grows the
+		// array it copies only the events kept, so memory stays bounded.
+		s.data.Events = s.data.Events[1:]
+		s.data.DroppedEvents++
+	}
 }
 
 func (s *span) RecordError(err error, opts ...trace.EventOption) {

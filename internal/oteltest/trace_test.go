@@ -250,3 +250,27 @@ func TestSpansAreCopies(t *testing.T) {
 }
 
 func sprint(vs ...any) string { return strings.TrimSuffix(fmt.Sprintln(vs...), "\n") }
+
+// TestEventLimit: with WithEventLimit(n) a span keeps its n latest events
+// and counts the rest; without it, every one.
+func TestEventLimit(t *testing.T) {
+	for _, c := range []struct {
+		limit       int
+		want        string
+		wantDropped int
+	}{{0, "[0 1 2 3 4]", 0}, {-1, "[0 1 2 3 4]", 0}, {2, "[3 4]", 3}, {5, "[0 1 2 3 4]", 0}} {
+		tp := NewTracerProvider(WithEventLimit(c.limit), nil)
+		_, s := tp.Tracer("t").Start(context.Background(), "s")
+		for i := range 5 {
+			s.AddEvent(fmt.Sprint(i))
+		}
+		d := tp.Spans()[0]
+		var got []string
+		for _, e := range d.Events {
+			got = append(got, e.Name)
+		}
+		if fmt.Sprint(got) != c.want || d.DroppedEvents != c.wantDropped {
+			t.Errorf("limit %d: events %v, %d dropped; want %s, %d", c.limit, got, d.DroppedEvents, c.want, c.wantDropped)
+		}
+	}
+}

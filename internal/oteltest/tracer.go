@@ -18,6 +18,10 @@ import (
 type TracerProvider struct {
 	noop.TracerProvider
 
+	// eventLimit is the most events a span keeps (WithEventLimit); 0: all.
+	// It never changes after NewTracerProvider.
+	eventLimit int
+
 	mu sync.Mutex // guards the fields below and every span's data
 	// lastID is the last trace and span ID number handed out; IDs are
 	// lastID+1, lastID+2, ..., so each is valid (non-zero) and unique.
@@ -27,7 +31,30 @@ type TracerProvider struct {
 }
 
 // NewTracerProvider returns an empty TracerProvider.
-func NewTracerProvider() *TracerProvider { return &TracerProvider{} }
+func NewTracerProvider(opts ...TracerProviderOption) *TracerProvider {
+	tp := &TracerProvider{}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(tp)
+		}
+	}
+	return tp
+}
+
+// TracerProviderOption configures NewTracerProvider.
+type TracerProviderOption interface {
+	apply(*TracerProvider)
+}
+
+type eventLimit int
+
+func (n eventLimit) apply(tp *TracerProvider) { tp.eventLimit = max(0, int(n)) }
+
+// WithEventLimit makes each span keep only its n latest events and count
+// the others in SpanData.DroppedEvents, as the SDK's span limits do (its
+// default is 128). A benchmark that adds events to one long-lived span
+// needs it to run in bounded memory. n ≤ 0, the default, keeps every event.
+func WithEventLimit(n int) TracerProviderOption { return eventLimit(n) }
 
 // Tracer returns a tracer whose spans are recorded with the given scope.
 func (tp *TracerProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
