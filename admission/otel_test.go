@@ -6,54 +6,43 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fairseat/fairseat/internal/oteltest"
 )
 
-// telemetry is an SDK tracer provider with a span recorder and an SDK meter
-// provider with a manual reader, for one test.
+// telemetry is an in-memory tracer and meter provider (internal/oteltest:
+// the OpenTelemetry API, not the SDK), for one test.
 type telemetry struct {
-	sr *tracetest.SpanRecorder
-	tp *sdktrace.TracerProvider
-	rd *sdkmetric.ManualReader
-	mp *sdkmetric.MeterProvider
+	*oteltest.Recorder
 }
 
 func newTelemetry(t *testing.T) *telemetry {
 	t.Helper()
-	tel := &telemetry{sr: tracetest.NewSpanRecorder(), rd: sdkmetric.NewManualReader()}
-	tel.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tel.sr))
-	tel.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(tel.rd))
-	t.Cleanup(func() {
-		_ = tel.tp.Shutdown(context.Background())
-		_ = tel.mp.Shutdown(context.Background())
-	})
-	return tel
+	return &telemetry{oteltest.New()}
 }
 
 func (tel *telemetry) options(extra ...Option) []Option {
-	return append([]Option{WithTracerProvider(tel.tp), WithMeterProvider(tel.mp)}, extra...)
+	return append([]Option{WithTracerProvider(tel.TracerProvider), WithMeterProvider(tel.MeterProvider)}, extra...)
 }
 
 // parent starts a recording span to act as the caller's.
 func (tel *telemetry) parent(ctx context.Context) (context.Context, trace.Span) {
-	return tel.tp.Tracer("test").Start(ctx, "caller")
+	return tel.TracerProvider.Tracer("test").Start(ctx, "caller")
 }
 
 // waitSpans returns the ended wait spans.
-func (tel *telemetry) waitSpans() []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range tel.sr.Ended() {
-		if s.Name() == spanWait {
+func (tel *telemetry) waitSpans() []oteltest.SpanData {
+	var out []oteltest.SpanData
+	for _, s := range tel.Ended() {
+		if s.Name == spanWait {
 			out = append(out, s)
 		}
 	}
@@ -61,20 +50,16 @@ func (tel *telemetry) waitSpans() []sdktrace.ReadOnlySpan {
 }
 
 // collect reads every metric, by name.
-func (tel *telemetry) collect(t *testing.T) map[string]metricdata.Aggregation {
+func (tel *telemetry) collect(t *testing.T) oteltest.Metrics {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	must(t, tel.rd.Collect(context.Background(), &rm))
-	out := map[string]metricdata.Aggregation{}
-	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != ScopeName {
-			t.Errorf("scope %q, want %q", sm.Scope.Name, ScopeName)
-		}
-		for _, m := range sm.Metrics {
-			out[m.Name] = m.Data
+	m, err := tel.Collect(context.Background())
+	must(t, err)
+	for _, mt := range m {
+		if mt.Scope.Name != ScopeName {
+			t.Errorf("scope %q, want %q", mt.Scope.Name, ScopeName)
 		}
 	}
-	return out
+	return m
 }
 
 // newOTelScheduler is newTestScheduler with options.
@@ -142,11 +127,11 @@ func TestSpanAdmittedAtOnce(t *testing.T) {
 				if n := len(tel.waitSpans()); n != 0 {
 					t.Fatalf("%d wait spans for an admission without wait", n)
 				}
-				ended := tel.sr.Ended()
-				if len(ended) != 1 || len(ended[0].Events()) != 1 || ended[0].Events()[0].Name != eventAdmitted {
+				ended := tel.Ended()
+				if len(ended) != 1 || len(ended[0].Events) != 1 || ended[0].Events[0].Name != eventAdmitted {
 					t.Fatalf("want the caller's span with one %q event, got %d spans", eventAdmitted, len(ended))
 				}
-				ev := ended[0].Events()[0]
+				ev := ended[0].Events[0]
 				wantAttrs(t, "admitted event", ev.Attributes, map[attribute.Key]any{
 					attrType: "fg", attrEffective: 40, attrQueueLen: 0})
 				if ids {
@@ -169,7 +154,7 @@ func TestSpanNotRecording(t *testing.T) {
 		p, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "repo", FairnessKey: "k"})
 		must(t, err)
 		p.Release()
-		if n := len(tel.sr.Ended()) + len(tel.sr.Started()); n != 0 {
+		if n := len(tel.Ended()) + len(tel.Spans()); n != 0 {
 			t.Fatalf("%d spans without a caller span and without a wait", n)
 		}
 		must(t, s.Close(t.Context()))
@@ -199,22 +184,22 @@ func TestSpanAdmittedAfterWait(t *testing.T) {
 					t.Fatalf("%d wait spans, want 1", len(spans))
 				}
 				sp := spans[0]
-				if sp.Parent().SpanID() != parent.SpanContext().SpanID() || sp.SpanKind() != trace.SpanKindInternal {
-					t.Errorf("wait span: parent %v kind %v, want child of the caller's span, internal", sp.Parent().SpanID(), sp.SpanKind())
+				if sp.Parent.SpanID() != parent.SpanContext().SpanID() || sp.Kind != trace.SpanKindInternal {
+					t.Errorf("wait span: parent %v kind %v, want child of the caller's span, internal", sp.Parent.SpanID(), sp.Kind)
 				}
-				if d := sp.EndTime().Sub(sp.StartTime()); d != 3*time.Second {
+				if d := sp.End.Sub(sp.Start); d != 3*time.Second {
 					t.Errorf("wait span lasts %v, want 3s", d)
 				}
-				if sp.Status().Code != codes.Unset {
-					t.Errorf("status %v for an admission", sp.Status())
+				if sp.Status.Code != codes.Unset {
+					t.Errorf("status %v for an admission", sp.Status)
 				}
-				wantAttrs(t, "wait span", sp.Attributes(), map[attribute.Key]any{
+				wantAttrs(t, "wait span", sp.Attributes, map[attribute.Key]any{
 					attrType: "fg", attrBase: 40, attrEffective: 40, attrUrgent: false, attrPromoted: 0,
 					attrQueueLen: 0, attrWait: 3, attrOutcome: "admitted"})
 				if ids {
-					wantAttrs(t, "wait span", sp.Attributes(), map[attribute.Key]any{attrFairKey: "k2", attrJobID: "b"})
+					wantAttrs(t, "wait span", sp.Attributes, map[attribute.Key]any{attrFairKey: "k2", attrJobID: "b"})
 				} else {
-					noIdentifiers(t, "wait span", sp.Attributes())
+					noIdentifiers(t, "wait span", sp.Attributes)
 				}
 				must(t, s.Close(t.Context()))
 			})
@@ -281,24 +266,24 @@ func TestSpanOutcomes(t *testing.T) {
 					default:
 					}
 				}
-				var mine sdktrace.ReadOnlySpan
+				var mine *oteltest.SpanData
 				for _, sp := range tel.waitSpans() {
-					if sp.Parent().SpanID() == parent.SpanContext().SpanID() {
-						mine = sp
+					if sp.Parent.SpanID() == parent.SpanContext().SpanID() {
+						mine = &sp
 					}
 				}
 				if mine == nil {
 					t.Fatalf("no wait span under the caller's span")
 				}
-				wantAttrs(t, "wait span", mine.Attributes(), map[attribute.Key]any{
+				wantAttrs(t, "wait span", mine.Attributes, map[attribute.Key]any{
 					attrOutcome: tc.outcome, attrWait: tc.wait.Seconds(), attrQueueLen: 1, attrType: "fg"})
-				if _, ok := attrMap(mine.Attributes())[attrEffective]; ok {
+				if _, ok := attrMap(mine.Attributes)[attrEffective]; ok {
 					t.Errorf("effective priority on a span that was not admitted")
 				}
-				if mine.Status().Code != tc.status {
-					t.Errorf("status %v, want %v", mine.Status().Code, tc.status)
+				if mine.Status.Code != tc.status {
+					t.Errorf("status %v, want %v", mine.Status.Code, tc.status)
 				}
-				noIdentifiers(t, "wait span", mine.Attributes())
+				noIdentifiers(t, "wait span", mine.Attributes)
 				_ = s.Close(t.Context())
 				synctest.Wait()
 			})
@@ -321,7 +306,7 @@ func TestSpanRejectedAtArrival(t *testing.T) {
 			t.Fatalf("err = %v, want ErrQueueFull", err)
 		}
 		parent.End()
-		evs := tel.sr.Ended()[0].Events()
+		evs := tel.Ended()[0].Events
 		if len(evs) != 1 || evs[0].Name != eventRejected {
 			t.Fatalf("caller's span events %v, want one %q", evs, eventRejected)
 		}
@@ -334,55 +319,43 @@ func TestSpanRejectedAtArrival(t *testing.T) {
 	})
 }
 
-// histPoint finds the histogram point with the given attributes.
-func histPoint[N int64 | float64](t *testing.T, agg metricdata.Aggregation, kvs ...attribute.KeyValue) metricdata.HistogramDataPoint[N] {
+// histPoint finds the point with the given attributes of histogram mt,
+// whose values must be of type number.
+func histPoint(t *testing.T, mt oteltest.Metric, number oteltest.Number, kvs ...attribute.KeyValue) oteltest.Point {
 	t.Helper()
-	h, ok := agg.(metricdata.Histogram[N])
+	if mt.Kind != oteltest.Histogram || mt.Number != number {
+		t.Fatalf("metric %q is a %v %v, not a %v histogram", mt.Name, mt.Number, mt.Kind, number)
+	}
+	p, ok := mt.Point(kvs...)
 	if !ok {
-		t.Fatalf("aggregation %T is not a histogram", agg)
+		t.Fatalf("no histogram point with %v", kvs)
 	}
-	want := attribute.NewSet(kvs...)
-	for _, p := range h.DataPoints {
-		if p.Attributes.Equals(&want) {
-			return p
-		}
-	}
-	t.Fatalf("no histogram point with %v", want.ToSlice())
-	return metricdata.HistogramDataPoint[N]{}
+	return p
 }
 
-// value returns the sum or gauge point with the given attributes, and
-// whether it exists.
-func value(t *testing.T, agg metricdata.Aggregation, kvs ...attribute.KeyValue) (float64, bool) {
+// value returns the point with the given attributes of mt, an int64 sum
+// (counter or up-down counter) or a float64 gauge, and whether it exists.
+func value(t *testing.T, mt oteltest.Metric, kvs ...attribute.KeyValue) (float64, bool) {
 	t.Helper()
-	want := attribute.NewSet(kvs...)
-	switch a := agg.(type) {
-	case metricdata.Sum[int64]:
-		for _, p := range a.DataPoints {
-			if p.Attributes.Equals(&want) {
-				return float64(p.Value), true
-			}
-		}
-	case metricdata.Gauge[float64]:
-		for _, p := range a.DataPoints {
-			if p.Attributes.Equals(&want) {
-				return p.Value, true
-			}
-		}
+	switch {
+	case mt.Number == oteltest.Int64 && (mt.Kind == oteltest.ObservableCounter || mt.Kind == oteltest.ObservableUpDownCounter ||
+		mt.Kind == oteltest.Counter || mt.Kind == oteltest.UpDownCounter):
+	case mt.Number == oteltest.Float64 && (mt.Kind == oteltest.ObservableGauge || mt.Kind == oteltest.Gauge):
 	default:
-		t.Fatalf("aggregation %T", agg)
+		t.Fatalf("metric %q is a %v %v", mt.Name, mt.Number, mt.Kind)
 	}
-	return 0, false
+	p, ok := mt.Point(kvs...)
+	return p.Value, ok
 }
 
-func wantValue(t *testing.T, m map[string]metricdata.Aggregation, name string, want float64, kvs ...attribute.KeyValue) {
+func wantValue(t *testing.T, m oteltest.Metrics, name string, want float64, kvs ...attribute.KeyValue) {
 	t.Helper()
-	agg, ok := m[name]
+	mt, ok := m[name]
 	if !ok {
 		t.Errorf("metric %s missing", name)
 		return
 	}
-	got, ok := value(t, agg, kvs...)
+	got, ok := value(t, mt, kvs...)
 	if !ok || math.Abs(got-want) > 1e-9 {
 		t.Errorf("%s%v = %v (present %v), want %v", name, kvs, got, ok, want)
 	}
@@ -423,17 +396,17 @@ func TestMetricsScript(t *testing.T) {
 		b.Release()
 
 		m = tel.collect(t)
-		admitted := histPoint[float64](t, m["fairseat.queue.wait.duration"], fg, tier, attrResult.String("admitted"))
+		admitted := histPoint(t, m["fairseat.queue.wait.duration"], oteltest.Float64, fg, tier, attrResult.String("admitted"))
 		if admitted.Count != 2 || admitted.Sum != 3 {
 			t.Errorf("admitted waits: count %d sum %v, want 2 and 3s", admitted.Count, admitted.Sum)
 		}
-		cancelled := histPoint[float64](t, m["fairseat.queue.wait.duration"], fg, tier, attrResult.String("cancelled"))
+		cancelled := histPoint(t, m["fairseat.queue.wait.duration"], oteltest.Float64, fg, tier, attrResult.String("cancelled"))
 		if cancelled.Count != 1 || cancelled.Sum != 1 {
 			t.Errorf("cancelled waits: count %d sum %v, want 1 and 1s", cancelled.Count, cancelled.Sum)
 		}
-		prio := histPoint[int64](t, m["fairseat.priority.effective"], fg, tier)
+		prio := histPoint(t, m["fairseat.priority.effective"], oteltest.Int64, fg, tier)
 		if prio.Count != 2 || prio.Sum != 80 {
-			t.Errorf("effective priority: count %d sum %d, want 2 and 80", prio.Count, prio.Sum)
+			t.Errorf("effective priority: count %d sum %v, want 2 and 80", prio.Count, prio.Sum)
 		}
 		for r, want := range map[string]float64{"admitted": 2, "cancelled": 1, "rejected_queue_full": 0, "rejected_wait_timeout": 0,
 			"rejected_closed": 0, "failed": 0, "dropped": 0} {
@@ -530,25 +503,16 @@ func TestMetricsNoRawKeys(t *testing.T) {
 		tel := newTelemetry(t)
 		s := newOTelScheduler(t, Config{Capacity: 1}, JobTypeConfig{}, JobTypeConfig{}, tel.options(WithSpanIdentifiers(true))...)
 		must(t, s.RunSync(t.Context(), "fg", "secret-repo", "203.0.113.9", func(context.Context) error { return nil }))
-		var rm metricdata.ResourceMetrics
-		must(t, tel.rd.Collect(context.Background(), &rm))
-		text := fmt.Sprintf("%+v", rm)
+		m, err := tel.Collect(context.Background())
+		must(t, err)
+		text := m.String() // every name, unit, description, scope, attribute and value
 		for _, raw := range []string{"secret-repo", "203.0.113.9"} {
-			if containsString(text, raw) {
-				t.Errorf("metrics carry %q", raw)
+			if strings.Contains(text, raw) {
+				t.Errorf("metrics carry %q:\n%s", raw, text)
 			}
 		}
 		must(t, s.Close(t.Context()))
 	})
-}
-
-func containsString(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
 
 // TestMetricsBackground: background waits, failures, expiry and drops.
@@ -581,7 +545,7 @@ func TestMetricsBackground(t *testing.T) {
 			count  uint64
 			sum    float64
 		}{{"admitted", 1, 2}, {"rejected_wait_timeout", 1, 10}, {"dropped", 1, 1}} {
-			p := histPoint[float64](t, m["fairseat.queue.wait.duration"], bg, tier, attrResult.String(c.result))
+			p := histPoint(t, m["fairseat.queue.wait.duration"], oteltest.Float64, bg, tier, attrResult.String(c.result))
 			if p.Count != c.count || p.Sum != c.sum {
 				t.Errorf("bg %s waits: count %d sum %v, want %d and %v", c.result, p.Count, p.Sum, c.count, c.sum)
 			}
@@ -670,7 +634,7 @@ func TestSpanDryRun(t *testing.T) {
 		}
 		parent.End()
 		var got []string
-		for _, ev := range tel.sr.Ended()[0].Events() {
+		for _, ev := range tel.Ended()[0].Events {
 			got = append(got, attrMap(ev.Attributes)[attrDryRun].AsString())
 		}
 		if want := []string{"", "conflict", "conflict", "queue"}; !slices.Equal(got, want) {
