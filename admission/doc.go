@@ -264,7 +264,10 @@
 //
 // The scheduler uses the OpenTelemetry API only; providers come from
 // [WithTracerProvider] and [WithMeterProvider] (default: the globals), and
-// the instrumentation scope is [ScopeName].
+// the instrumentation scope is [ScopeName]. The program examples/otel in
+// the repository wires it to the SDK and prints, through the SDK's stdout
+// exporters, the spans and metrics of three requests (go run
+// ./examples/otel).
 //
 // Tracing. A request that waits gets a child span, fairseat.admission.wait
 // (SpanKindInternal), of the span in its context when that span is
