@@ -14,11 +14,12 @@ import (
 )
 
 // Metrics is what one Collect saw: every instrument with at least one
-// point, by name. The zero value is empty.
+// point, by name. The zero value is empty. Each Collect returns a new one,
+// shared with nobody: reading it from many goroutines is safe.
 type Metrics map[string]Metric
 
 // Metric is one instrument's data in a collection. Its zero value is an
-// empty metric.
+// empty metric, of no kind.
 type Metric struct {
 	Scope       Scope
 	Name        string

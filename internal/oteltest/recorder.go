@@ -30,7 +30,8 @@ func (r *Recorder) Collect(ctx context.Context) (Metrics, error) {
 }
 
 // Scope is an instrumentation scope: the name, version and schema URL a
-// tracer or meter was asked for.
+// tracer or meter was asked for. Its zero value is the unnamed scope; it is
+// a plain, comparable value.
 type Scope struct {
 	Name, Version, SchemaURL string
 }

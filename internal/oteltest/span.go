@@ -30,7 +30,8 @@ type SpanData struct {
 	Status        Status
 }
 
-// Event is a span event. Its zero value is an empty event.
+// Event is a span event, copied out like SpanData. Its zero value is an
+// empty event.
 type Event struct {
 	Name       string
 	Time       time.Time

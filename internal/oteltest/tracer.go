@@ -41,7 +41,7 @@ func NewTracerProvider(opts ...TracerProviderOption) *TracerProvider {
 	return tp
 }
 
-// TracerProviderOption configures NewTracerProvider.
+// TracerProviderOption configures NewTracerProvider; a nil one is ignored.
 type TracerProviderOption interface {
 	apply(*TracerProvider)
 }
