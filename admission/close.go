@@ -14,6 +14,10 @@ import (
 // logger and the Dropped counter, and Close waits for every background
 // goroutine to return (background work must honour its context).
 //
+// With [WithCostStore], Close then saves the learned costs a last time,
+// with ctx (a failed save is logged and counted, and does not change what
+// Close returns).
+//
 // Close returns nil when all background work ran, and otherwise an error
 // wrapping ctx.Err() that says how much was dropped. Permits from Acquire are
 // not waited for; releasing them after Close is fine. Calling Close again
@@ -93,6 +97,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	s.cancelBase()
 	s.wg.Wait()
+	s.saveCostsAtClose(ctx)
 	s.mu.Lock()
 	s.stopped = true
 	if g := s.pressure; g != nil {

@@ -167,6 +167,12 @@ type debugCounters struct {
 	DryRunWaits         uint64 `json:"dry_run_waits"`
 	RejectedDeadline    uint64 `json:"rejected_deadline"`
 	EventsDropped       uint64 `json:"events_dropped"`
+	CostEntriesLoaded   uint64 `json:"cost_entries_loaded"`
+	CostEntriesSkipped  uint64 `json:"cost_entries_skipped"`
+	CostSaves           uint64 `json:"cost_saves"`
+	CostEntriesSaved    uint64 `json:"cost_entries_saved"`
+	CostLoadFailures    uint64 `json:"cost_load_failures"`
+	CostSaveFailures    uint64 `json:"cost_save_failures"`
 }
 
 // debugDuration is a duration as text, rounded to the millisecond.
@@ -231,6 +237,9 @@ func (c debugCounters) List() []debugCounter {
 		{"expired", c.Expired}, {"coalesced", c.Coalesced}, {"superseded", c.Superseded}, {"retried", c.Retried},
 		{"dry_run_waits", c.DryRunWaits}, {"rejected_deadline", c.RejectedDeadline},
 		{"events_dropped", c.EventsDropped},
+		{"cost_entries_loaded", c.CostEntriesLoaded}, {"cost_entries_skipped", c.CostEntriesSkipped},
+		{"cost_saves", c.CostSaves}, {"cost_entries_saved", c.CostEntriesSaved},
+		{"cost_load_failures", c.CostLoadFailures}, {"cost_save_failures", c.CostSaveFailures},
 	}
 }
 

@@ -260,6 +260,70 @@
 // before it cancels it — cancelling work just admitted from the queue it was
 // asked to drain would waste it — which is how this package reads DESIGN §6.
 //
+// # Warm restarts
+//
+// Learned costs are what make fairness right (a clone of linux.git counts
+// for twelve small ones), and a restart would forget them exactly when a
+// deploy's reconnecting clients arrive. With [WithCostStore] they survive
+// it (coststore.go):
+//
+//   - Load, in New, before it returns (so before the first admission),
+//     under a context of [CostStoreTimeout]. A store that fails (or
+//     panics) never fails New: the scheduler starts cold, logs a warning
+//     with the WithLogger logger and counts it (Counters.CostLoadFailures).
+//     No job type is registered yet in New, so every loaded estimate waits
+//     aside, and becomes a learned cost when RegisterType registers its
+//     type. An estimate is skipped (Counters.CostEntriesSkipped) if it is
+//     invalid, older than CostTTL (at New, or by the time its type is
+//     registered), a duplicate of a newer one, or beyond the
+//     MaxCostEntries newest; and when its type is registered, if the cost
+//     LRU is full by then: a loaded estimate never evicts one learned
+//     since New. Estimates keep their observation time, so an estimate
+//     that is never observed again still expires CostTTL after it was
+//     learned, restarts or not.
+//   - Save, from a timer (time.AfterFunc, made in New, re-armed after each
+//     save, so two saves never overlap; its function runs in the timer's
+//     goroutine, the scheduler starts none of its own) every interval, and
+//     once more in Close, after the background drain, with Close's
+//     context; Close first stops the timer and waits for a save it started
+//     (cancelling it if Close's context ends), and no save starts after
+//     Close begins, so the last save is Close's. Each save copies every
+//     unexpired estimate (and those still aside, so that a type not
+//     registered in one run keeps its estimates for the next) under the
+//     lock, in O(estimates) and calling out to nothing, and hands the copy
+//     to the store outside it. A failed save is logged and counted
+//     (Counters.CostSaveFailures); the store keeps what it had. If Close's
+//     context has ended by the time of its save (the drain used it up),
+//     that save fails and the previous one stands.
+//
+// [FileCostStore] keeps the estimates in one file (filecoststore.go),
+// version 1, all integers big-endian:
+//
+//	offset  size  field
+//	0       8     magic "FAIRCOST"
+//	8       2     version: 1
+//	10      2     flags: 0
+//	12      4     entry count n
+//	16      8     body length in bytes
+//	24      body  n entries, each:
+//	                uvarint length, job type (1 to 4096 bytes)
+//	                uvarint length, job ID (0 to 4096 bytes)
+//	                8 bytes estimate in seconds, IEEE 754 float64 (finite, >= 0)
+//	                8 bytes last observation, Unix nanoseconds, int64
+//	end     4     CRC-32C (Castagnoli) of every byte before it
+//
+// A reader accepts the file whole or not at all: a wrong magic, an unknown
+// version or flags, a length that disagrees with the file's size, a
+// checksum mismatch or an entry that does not parse makes Load fail with
+// [ErrBadCostFile] and a message naming the problem (and New start cold).
+// Load reads at most [MaxCostFileBytes] and [MaxCostFileEntries] entries,
+// and allocates for the entries only once the checksum matched. Save
+// writes the file beside its path (path+".tmp"), syncs it, renames it over
+// the path and syncs the directory: a crash leaves the previous file or
+// the new one, and the temporary file it may leave is ignored by Load and
+// overwritten by the next Save. A missing file is a first start: no
+// estimate, no error.
+//
 // # Observability
 //
 // The scheduler uses the OpenTelemetry API only; providers come from
@@ -302,6 +366,12 @@
 //	fairseat.key.excess           gauge, {seat}: max(0, running - allocation)
 //	fairseat.cost.estimate        gauge, s: mean of the type's tracked learned estimates
 //	fairseat.events.dropped       counter, {event}: Counters.EventsDropped
+//	fairseat.cost.store.estimates counter, {estimate}: WithCostStore estimates by
+//	                              fairseat.cost.store.result: loaded, skipped, saved
+//	fairseat.cost.store.saves     counter, {save}: successful saves
+//	fairseat.cost.store.failures  counter, {operation}: failed loads and saves, by
+//	                              fairseat.cost.store.operation: load, save
+//	fairseat.cost.store.save.duration  gauge, s: the last save (copy and write)
 //
 // The two histograms are recorded outside the lock as requests are decided;
 // everything else is read at collection time by one callback that copies
@@ -338,8 +408,8 @@
 // The scheduler starts no goroutine except one per running background job
 // and, when an event handler is set, the one that delivers events (timers it
 // arms — pause deadlines, background TTLs and retry backoffs, the pressure
-// gate's re-check — run their function in a goroutine when they fire, and
-// Close stops them).
+// gate's re-check, the cost store's saves — run their function in a
+// goroutine when they fire, and Close stops them).
 // Waiters park on their own channel, never on a mutex held across a wait.
 // Decision functions take the current time as an argument and public methods
 // read the clock once, so tests run under testing/synctest with fake time.

@@ -28,6 +28,10 @@ var (
 	// could start (Config.DeadlineAware), so it was turned away at once
 	// instead of timing out in the queue.
 	ErrDeadlineTooSoon = errors.New("admission: deadline ends before the request could start")
+	// ErrBadCostFile: a FileCostStore's file is not a cost file this
+	// version can read (wrong magic, newer version, truncated, checksum
+	// mismatch, over the size bounds); the wrapping error says which.
+	ErrBadCostFile = errors.New("admission: unusable cost file")
 )
 
 // RejectedError is the error of a request the scheduler turned away or gave

@@ -54,6 +54,9 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	if err := s.checkFrontsLocked(); err != nil {
 		return err
 	}
+	if err := s.checkCostStoreLocked(); err != nil {
+		return err
+	}
 	if s.inUse != s.running.Len() || (s.inUse > s.cfg.Capacity && !s.overSeated) {
 		return fmt.Errorf("inUse %d, running %d, capacity %d", s.inUse, s.running.Len(), s.cfg.Capacity)
 	}

@@ -23,6 +23,7 @@ type observables struct {
 	excess        metric.Float64ObservableGauge       // fairseat.key.excess
 	cost          metric.Float64ObservableGauge       // fairseat.cost.estimate
 	eventsDropped metric.Int64ObservableCounter       // fairseat.events.dropped
+	store         costStoreInstruments                // fairseat.cost.store.* (coststore_metrics.go)
 
 	resultOpts [numResults]metric.ObserveOption
 }
@@ -57,12 +58,13 @@ func newObservables(m metric.Meter) (*observables, error) {
 	for r := range numResults {
 		ins.resultOpts[r] = metric.WithAttributeSet(attribute.NewSet(attrResult.String(resultNames[r])))
 	}
-	return ins, errors.Join(errs[:]...)
+	return ins, errors.Join(append(errs[:], ins.store.init(m))...)
 }
 
 func (ins *observables) list() []metric.Observable {
 	return []metric.Observable{ins.requests, ins.queued, ins.running, ins.seatsUsage, ins.seatsLimit,
-		ins.promotions, ins.urgent, ins.allocation, ins.utilization, ins.excess, ins.cost, ins.eventsDropped}
+		ins.promotions, ins.urgent, ins.allocation, ins.utilization, ins.excess, ins.cost, ins.eventsDropped,
+		ins.store.estimates, ins.store.saves, ins.store.failures, ins.store.saveDuration}
 }
 
 // typeCounts is one job type's part of a collection.
@@ -83,6 +85,7 @@ func (s *Scheduler) observe(ins *observables, o metric.Observer) error {
 		types = append(types, typeCounts{t.obs, t.queued, t.running, t.obs.costSum, t.obs.costN})
 	}
 	shares := s.sharesLocked(make([]share, 0, len(s.obs.keyNames)+1))
+	store := s.costStoreSnapshotLocked()
 	s.mu.Unlock()
 
 	for r, n := range [numResults]uint64{c.Admitted, c.RejectedQueueFull, c.RejectedWaitTimeout,
@@ -94,6 +97,7 @@ func (s *Scheduler) observe(ins *observables, o metric.Observer) error {
 	o.ObserveInt64(ins.promotions, int64(c.AgingPromotions))
 	o.ObserveInt64(ins.urgent, int64(c.UrgentAdmissions))
 	o.ObserveInt64(ins.eventsDropped, int64(c.EventsDropped))
+	ins.store.observe(o, &c, &store)
 	for _, t := range types {
 		attrs := metric.WithAttributeSet(t.obs.attrs)
 		o.ObserveInt64(ins.queued, int64(t.queued), attrs)

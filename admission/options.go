@@ -2,6 +2,7 @@ package admission
 
 import (
 	"log/slog"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -17,8 +18,10 @@ type options struct {
 	meterProvider  metric.MeterProvider
 	logger         *slog.Logger
 
-	spanIdentifiers bool        // WithSpanIdentifiers (otel.go)
-	eventHandler    func(Event) // WithEventHandler (events.go)
+	spanIdentifiers bool          // WithSpanIdentifiers (otel.go)
+	eventHandler    func(Event)   // WithEventHandler (events.go)
+	costStore       CostStore     // WithCostStore (coststore.go)
+	costEvery       time.Duration // WithCostStore's interval
 }
 
 type optionFunc func(*options)
@@ -44,7 +47,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 // WithLogger sets where the scheduler reports background job failures,
-// panics and work dropped at Close; the default is slog.Default().
+// panics, work dropped at Close and cost store failures; the default is
+// slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(o *options) { o.logger = l })
 }

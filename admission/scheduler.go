@@ -98,6 +98,7 @@ type Scheduler struct {
 	bgIdle              chan struct{} // closed when closing and no background job is left
 	closeDone           chan struct{} // closed when the first Close returns
 
+	store      *costStoreState // WithCostStore; nil = none. coststore.go says which fields mu guards.
 	log        *slog.Logger
 	baseCtx    context.Context    // parent of background jobs' contexts
 	cancelBase context.CancelFunc // cancels them at Close
@@ -112,6 +113,9 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		return nil, err
 	}
 	o := buildOptions(opts)
+	if err := validateCostStore(&o); err != nil {
+		return nil, err
+	}
 	s := &Scheduler{
 		cfg:         c,
 		log:         o.logger,
@@ -153,6 +157,9 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 	s.epoch = time.Now()
 	s.epochNs = s.epoch.UnixNano()
 	s.obs = newObserver(s, &o)
+	if o.costStore != nil {
+		s.startCostStore(o.costStore, o.costEvery) // last: nothing after it may fail
+	}
 	return s, nil
 }
 
@@ -178,12 +185,15 @@ func sinceNs(now, ns int64) time.Duration { return time.Duration(now - ns) }
 
 // RegisterType registers job type t. Registering the same type again with an
 // identical config is a no-op; with a different config it is an error, as is
-// a config that could never admit a job. It wraps [ErrInvalidConfig].
+// a config that could never admit a job. It wraps [ErrInvalidConfig]. The
+// type's estimates loaded from a [WithCostStore] store become its learned
+// costs.
 func (s *Scheduler) RegisterType(t JobType, c JobTypeConfig) error {
 	c, err := c.validate(t, &s.cfg)
 	if err != nil {
 		return err
 	}
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.types[t]; ok {
@@ -216,6 +226,7 @@ func (s *Scheduler) RegisterType(t JobType, c JobTypeConfig) error {
 		readyIdx: -1,
 		obs:      s.obs.newTypeObs(t, c),
 	}
+	s.adoptCostsLocked(s.types[t], now)
 	return nil
 }
 

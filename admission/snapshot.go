@@ -36,6 +36,16 @@ type Counters struct {
 	DryRunWaits         uint64 // dry-run: admitted at once although they would have waited
 	RejectedDeadline    uint64 // turned away because their deadline ended before they could start
 	EventsDropped       uint64 // events not delivered to the WithEventHandler handler
+	// WithCostStore: of the estimates the store's Load returned, those
+	// that became learned costs (when their type was registered) and those
+	// skipped (invalid, expired, duplicate, or no room within
+	// MaxCostEntries); the rest wait for their type (CostStoreSnapshot.Aside).
+	CostEntriesLoaded  uint64
+	CostEntriesSkipped uint64
+	CostSaves          uint64 // successful saves
+	CostEntriesSaved   uint64 // estimates written by the successful saves, in all
+	CostLoadFailures   uint64 // failed loads (New started cold; logged as a warning)
+	CostSaveFailures   uint64 // failed saves (the store keeps what it had; logged as a warning)
 }
 
 // Snapshot is a point-in-time copy of the scheduler's state, for debugging
@@ -54,6 +64,7 @@ type Snapshot struct {
 	ActiveKeys    int              // active keys in all; Keys shows min(ActiveKeys, SnapshotMaxKeys)
 	Queue         []QueuedSnapshot // queued jobs in dispatch order at Time, at most SnapshotMaxQueue
 	Counters      Counters
+	CostStore     CostStoreSnapshot // WithCostStore; the zero value without one
 }
 
 // Bounds on the per-key and per-job parts of a Snapshot.
@@ -129,6 +140,7 @@ func (s *Scheduler) Snapshot() Snapshot {
 		Queued:        s.queued,
 		SystemVirtual: s.vsys,
 		Counters:      s.counters,
+		CostStore:     s.costStoreSnapshotLocked(),
 	}
 	costs := s.learnedCostsLocked(now)
 	for _, t := range s.types {
