@@ -40,6 +40,8 @@ func main() {
 	flag.IntVar(&cfg.MaxQueued, "max-queued", 8, "requests one client may have waiting for a seat")
 	flag.StringVar(&trusted, "trusted-peers", "", "comma-separated CIDR prefixes whose x-tenant-id metadata is believed")
 	flag.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight, then queued repacks, may take at shutdown")
+	flag.StringVar(&cfg.CostFile, "cost-file", os.Getenv(gitcache.CostFileEnv),
+		"file that keeps the learned cost of each job across restarts (default $"+gitcache.CostFileEnv+"; empty: none)")
 	flag.Parse()
 	prefixes, err := gitcache.ParsePrefixes(trusted)
 	if err != nil {

@@ -31,6 +31,7 @@ type config struct {
 	ShutdownTimeout time.Duration     // for GracefulStop, and again for Scheduler.Close
 	Work            gitcache.WorkFunc // nil: simulate
 	Logger          *slog.Logger      // nil: slog.Default()
+	CostFile        string            // keeps learned costs across restarts; "": none
 	// Listening, if set, is called once both listeners are open, with
 	// their actual addresses (useful with port 0).
 	Listening func(grpcAddr, adminAddr string)
@@ -53,7 +54,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 	defer func() { err = errors.Join(err, tel.Shutdown(context.Background())) }()
 
-	sched, err := gitcache.NewScheduler(cfg.Capacity, cfg.MaxQueued, tel, cfg.Logger)
+	sched, err := gitcache.NewScheduler(cfg.Capacity, cfg.MaxQueued, cfg.CostFile, tel, cfg.Logger)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,8 @@ func main() {
 	flag.IntVar(&cfg.MaxQueued, "max-queued", 8, "requests one client may have waiting for a seat")
 	flag.StringVar(&trusted, "trusted-proxies", "", "comma-separated CIDR prefixes whose X-Forwarded-For and X-Tenant-ID are believed")
 	flag.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight, then queued repacks, may take at shutdown")
+	flag.StringVar(&cfg.CostFile, "cost-file", os.Getenv(gitcache.CostFileEnv),
+		"file that keeps the learned cost of each job across restarts (default $"+gitcache.CostFileEnv+"; empty: none)")
 	flag.Parse()
 	prefixes, err := gitcache.ParsePrefixes(trusted)
 	if err != nil {

@@ -27,6 +27,7 @@ type config struct {
 	ShutdownTimeout time.Duration     // for requests in flight, and again for Scheduler.Close
 	Work            gitcache.WorkFunc // nil: simulate
 	Logger          *slog.Logger      // nil: slog.Default()
+	CostFile        string            // keeps learned costs across restarts; "": none
 	// Listening, if set, is called once both listeners are open, with
 	// their actual addresses (useful with port 0).
 	Listening func(addr, adminAddr string)
@@ -49,7 +50,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 	defer func() { err = errors.Join(err, tel.Shutdown(context.Background())) }()
 
-	sched, err := gitcache.NewScheduler(cfg.Capacity, cfg.MaxQueued, tel, cfg.Logger)
+	sched, err := gitcache.NewScheduler(cfg.Capacity, cfg.MaxQueued, cfg.CostFile, tel, cfg.Logger)
 	if err != nil {
 		return err
 	}

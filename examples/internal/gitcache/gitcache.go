@@ -35,11 +35,22 @@ const (
 	Repack admission.JobType = "repack"
 )
 
+// CostFileEnv is the environment variable that names the cost file when
+// the -cost-file flag is not given.
+const CostFileEnv = "FAIRSEAT_COST_FILE"
+
 // NewScheduler returns the git cache's scheduler: capacity seats, at most
 // maxQueued requests waiting per client (more are refused with a retry
 // hint; background work, the key "", is bounded only by the total queue),
-// reporting to tel and logging to logger.
-func NewScheduler(capacity, maxQueued int, tel *Telemetry, logger *slog.Logger) (*admission.Scheduler, error) {
+// reporting to tel and logging to logger. With a costFile, the costs it
+// learns survive a restart: they are loaded from the file now, and saved
+// to it every minute and when the scheduler closes (a missing file is a
+// first start; a damaged one is logged and ignored).
+func NewScheduler(capacity, maxQueued int, costFile string, tel *Telemetry, logger *slog.Logger) (*admission.Scheduler, error) {
+	var store admission.CostStore // nil: learned costs die with the process
+	if costFile != "" {
+		store = admission.FileCostStore(costFile)
+	}
 	sched, err := admission.New(admission.Config{
 		Capacity:   capacity,
 		DefaultKey: admission.KeyPolicy{MaxQueued: maxQueued},
@@ -51,6 +62,7 @@ func NewScheduler(capacity, maxQueued int, tel *Telemetry, logger *slog.Logger) 
 		admission.WithMeterProvider(tel.MeterProvider),
 		admission.WithTracerProvider(tel.TracerProvider),
 		admission.WithLogger(logger),
+		admission.WithCostStore(store, admission.DefaultCostSaveInterval),
 	)
 	if err != nil {
 		return nil, err

@@ -1,13 +1,20 @@
 package gitcache
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/fairseat/fairseat/admission"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -33,5 +40,65 @@ func TestParsePrefixes(t *testing.T) {
 	}
 	if _, err := ParsePrefixes("10.0.0.0/33"); err == nil {
 		t.Error("ParsePrefixes accepted a /33")
+	}
+}
+
+// TestNewSchedulerCostFile: with a cost file, what one scheduler learned is
+// what the next one starts with; a damaged file starts cold.
+func TestNewSchedulerCostFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "costs")
+	tel, err := NewTelemetry("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	logs := &strings.Builder{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	learned := func(s *admission.Scheduler) int {
+		for _, ts := range s.Snapshot().Types {
+			if ts.Type == Clone {
+				return ts.LearnedCosts
+			}
+		}
+		t.Fatal("no clone type")
+		return 0
+	}
+
+	s, err := NewScheduler(2, 2, path, tel, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, repo := range []string{"github.com/golang/go", "github.com/torvalds/linux"} {
+		if err := s.RunSync(t.Context(), Clone, repo, "client", func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = NewScheduler(2, 2, path, tel, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := learned(s); n != 2 {
+		t.Errorf("the restarted scheduler starts with %d learned clone costs, want 2", n)
+	}
+	if err := s.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(path, []byte("not a cost file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = NewScheduler(2, 2, path, tel, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := learned(s); n != 0 || !strings.Contains(logs.String(), "cost store load failed") {
+		t.Errorf("from a damaged file: %d learned costs, log %q; want a cold start and a warning", n, logs)
+	}
+	if err := s.Close(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }
