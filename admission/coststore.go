@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -236,23 +237,25 @@ func (s *Scheduler) adoptCostsLocked(t *typeState, now int64) {
 }
 
 // copyCostsLocked is what a save writes: every unexpired estimate, those
-// kept aside for unregistered types first, then the tracked ones from the
-// oldest to the newest. It costs O(entries) and allocates the result and
-// the LRU's list of entries; it calls no store, hook or handler.
+// kept aside for unregistered types first (by type name), then the tracked
+// ones from the oldest to the newest. It costs O(entries) and allocates the
+// result and the LRU's list of entries; it calls no store, hook or handler.
 func (s *Scheduler) copyCostsLocked(now int64) []CostEstimate {
 	cs := s.store
 	entries := s.costs.Values() // oldest to newest, without touching recency
 	out := make([]CostEstimate, 0, len(entries)+cs.asideN)
 	ttl := s.cfg.CostTTL
-	for typ, list := range cs.aside {
-		for _, c := range list {
-			if sinceNs(now, c.at) <= ttl {
-				out = append(out, CostEstimate{Type: typ, JobID: c.id, Seconds: c.est, Observed: time.Unix(0, c.at).UTC()})
+	if cs.asideN > 0 {
+		for _, typ := range slices.Sorted(maps.Keys(cs.aside)) {
+			for _, c := range cs.aside[typ] {
+				if sinceNs(now, c.at) <= ttl {
+					out = append(out, CostEstimate{Type: typ, JobID: c.id, Seconds: c.est, Observed: time.Unix(0, c.at).UTC()})
+				}
 			}
 		}
 	}
 	for _, e := range entries {
-		if e.at != 0 && sinceNs(now, e.at) <= ttl {
+		if sinceNs(now, e.at) <= ttl {
 			out = append(out, CostEstimate{Type: e.key.typ, JobID: e.key.id, Seconds: e.est, Observed: time.Unix(0, e.at).UTC()})
 		}
 	}
