@@ -275,6 +275,13 @@ type gateStore struct {
 	errs             []error
 	saved            []CostEstimate // a copy of the last Save's estimates
 	panicLoad, panic bool
+	fail             error // returned by Save when set
+}
+
+func (g *gateStore) setFail(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fail = err
 }
 
 func (g *gateStore) lastSaved() []CostEstimate {
@@ -321,6 +328,9 @@ func (g *gateStore) Save(ctx context.Context, ests []CostEstimate) error {
 	}
 	g.mu.Lock()
 	g.inFlight--
+	if err == nil {
+		err = g.fail
+	}
 	g.errs = append(g.errs, err)
 	g.mu.Unlock()
 	return err
