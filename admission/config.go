@@ -102,7 +102,7 @@ type KeyPolicy struct {
 // zero field takes the default named on it. New copies what it keeps, so the
 // caller may reuse or modify a Config afterwards.
 type Config struct {
-	Capacity       int                  // total seats; required, > 0
+	Capacity       int                  // total seats; required, > 0, unless Adaptive is set
 	TierLimits     map[Priority]int     // overrides "priority value = tier cap"
 	Aging          *AgingConfig         // nil = no aging
 	Keys           map[string]KeyPolicy // per-key policies
@@ -121,8 +121,15 @@ type Config struct {
 	// earliest time it could start (see Scheduler.Acquire).
 	DeadlineAware bool
 	// Pressure, if set, holds back low-priority work while the server is
-	// under pressure (see PressureConfig).
+	// under pressure (see PressureConfig). With Adaptive set, its source
+	// also lowers the limit.
 	Pressure *PressureConfig
+	// Adaptive, if set, makes the capacity adaptive: the number of seats
+	// follows what the server can do, between Adaptive.Min and Max (see
+	// AdaptiveConfig and the package doc). Capacity is then optional: if
+	// set, it is the initial limit (and must equal Adaptive.Initial if
+	// that is set too). Keys' MinSeats must fit in Adaptive.Min.
+	Adaptive *AdaptiveConfig
 }
 
 // Defaults for the zero fields of [Config] and [JobTypeConfig].
@@ -145,6 +152,17 @@ const MaxIdentifierLen = 512
 
 // validate checks c and returns a copy with every default filled in.
 func (c Config) validate() (Config, error) {
+	minCapacity := c.Capacity // what MinSeats must fit in
+	if c.Adaptive != nil {
+		if c.Capacity < 0 {
+			return c, fmt.Errorf("%w: Capacity must be >= 0 with Adaptive set, got %d", ErrInvalidConfig, c.Capacity)
+		}
+		a, err := c.Adaptive.validate(c.Capacity)
+		if err != nil {
+			return c, err
+		}
+		c.Adaptive, c.Capacity, minCapacity = &a, a.Initial, a.Min
+	}
 	if c.Capacity <= 0 {
 		return c, fmt.Errorf("%w: Capacity must be > 0, got %d", ErrInvalidConfig, c.Capacity)
 	}
@@ -175,21 +193,21 @@ func (c Config) validate() (Config, error) {
 		}
 		c.Aging = &ac
 	}
-	if err := c.DefaultKey.validate("DefaultKey", c.Capacity); err != nil {
+	if err := c.DefaultKey.validate("DefaultKey", minCapacity); err != nil {
 		return c, err
 	}
 	minSum := 0
 	keys := make(map[string]KeyPolicy, len(c.Keys))
 	for k, p := range c.Keys {
-		if err := p.validate(fmt.Sprintf("Keys[%q]", k), c.Capacity); err != nil {
+		if err := p.validate(fmt.Sprintf("Keys[%q]", k), minCapacity); err != nil {
 			return c, err
 		}
 		minSum += p.MinSeats
 		keys[foldIdentifier(k)] = p
 	}
 	c.Keys = keys
-	if minSum > c.Capacity {
-		return c, fmt.Errorf("%w: Keys: MinSeats sum to %d, above Capacity %d", ErrInvalidConfig, minSum, c.Capacity)
+	if minSum > minCapacity {
+		return c, fmt.Errorf("%w: Keys: MinSeats sum to %d, above Capacity %d (Adaptive.Min when adaptive)", ErrInvalidConfig, minSum, minCapacity)
 	}
 	var err error
 	if c.MaxQueue, err = positiveOr("MaxQueue", c.MaxQueue, DefaultMaxQueue); err != nil {

@@ -11,9 +11,16 @@ import (
 // limit finish normally and no new job starts until the count is below it.
 
 // SetCapacity changes the number of seats. n must be positive and at least
-// the sum of the configured keys' MinSeats.
+// the sum of the configured keys' MinSeats. With adaptive capacity it
+// returns an error wrapping ErrInvalidConfig and changes nothing: the
+// controller would overrule a number set by hand within a round, so an
+// operator moves its bounds instead (SetAdaptiveBounds; equal bounds pin
+// the capacity).
 func (s *Scheduler) SetCapacity(n int) error {
 	return s.reconfigure(func(now int64) error {
+		if s.adaptive != nil {
+			return fmt.Errorf("%w: SetCapacity(%d): the capacity is adaptive (Config.Adaptive); use SetAdaptiveBounds", ErrInvalidConfig, n)
+		}
 		if n <= 0 {
 			return fmt.Errorf("%w: SetCapacity: capacity must be > 0, got %d", ErrInvalidConfig, n)
 		}
@@ -80,12 +87,13 @@ func (s *Scheduler) ResetWeights() {
 func (s *Scheduler) SetKeyPolicy(key string, p KeyPolicy) error {
 	return s.reconfigure(func(now int64) error {
 		name := foldIdentifier(key)
-		if err := p.validate(fmt.Sprintf("SetKeyPolicy(%q)", key), s.cfg.Capacity); err != nil {
+		capacity := s.minCapacityLocked()
+		if err := p.validate(fmt.Sprintf("SetKeyPolicy(%q)", key), capacity); err != nil {
 			return err
 		}
-		if sum := s.minSeatsLocked(name) + p.MinSeats; sum > s.cfg.Capacity {
-			return fmt.Errorf("%w: SetKeyPolicy(%q): MinSeats of all keys would sum to %d, above Capacity %d",
-				ErrInvalidConfig, key, sum, s.cfg.Capacity)
+		if sum := s.minSeatsLocked(name) + p.MinSeats; sum > capacity {
+			return fmt.Errorf("%w: SetKeyPolicy(%q): MinSeats of all keys would sum to %d, above Capacity %d (Adaptive.Min when adaptive)",
+				ErrInvalidConfig, key, sum, capacity)
 		}
 		s.policies[name] = &p
 		if k := s.keyLocked(name); k != nil {

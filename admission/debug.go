@@ -86,17 +86,18 @@ func (h debugHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // debugSnapshot is the JSON form of a Snapshot (see DebugHandler); the HTML
 // page renders the same values, so the first render and the script's agree.
 type debugSnapshot struct {
-	Time                 time.Time     `json:"time"`
-	Capacity             int           `json:"capacity"`
-	InUse                int           `json:"in_use"`
-	Queued               int           `json:"queued"`
-	SystemVirtualSeconds float64       `json:"system_virtual_seconds"`
-	Types                []debugType   `json:"types"`
-	Tiers                []debugTier   `json:"tiers"`
-	ActiveKeys           int           `json:"active_keys"`
-	Keys                 []debugKey    `json:"keys"`
-	Queue                []debugQueued `json:"queue"`
-	Counters             debugCounters `json:"counters"`
+	Time                 time.Time      `json:"time"`
+	Capacity             int            `json:"capacity"`
+	InUse                int            `json:"in_use"`
+	Queued               int            `json:"queued"`
+	SystemVirtualSeconds float64        `json:"system_virtual_seconds"`
+	Types                []debugType    `json:"types"`
+	Tiers                []debugTier    `json:"tiers"`
+	ActiveKeys           int            `json:"active_keys"`
+	Keys                 []debugKey     `json:"keys"`
+	Queue                []debugQueued  `json:"queue"`
+	Counters             debugCounters  `json:"counters"`
+	Adaptive             *debugAdaptive `json:"adaptive"`
 }
 
 type debugType struct {
@@ -173,6 +174,28 @@ type debugCounters struct {
 	CostEntriesSaved    uint64 `json:"cost_entries_saved"`
 	CostLoadFailures    uint64 `json:"cost_load_failures"`
 	CostSaveFailures    uint64 `json:"cost_save_failures"`
+	RejectedOverload    uint64 `json:"rejected_overload"`
+}
+
+// debugAdaptive is adaptive capacity's part of the JSON (null when the
+// capacity is fixed).
+type debugAdaptive struct {
+	Limit     float64               `json:"limit"`
+	Min       int                   `json:"min"`
+	Max       int                   `json:"max"`
+	Inflation float64               `json:"inflation"`
+	Baseline  float64               `json:"baseline"`
+	Samples   uint64                `json:"samples"`
+	Weak      uint64                `json:"weak_samples"`
+	Shedding  bool                  `json:"shedding"`
+	History   []debugCapacityChange `json:"history"` // newest first
+}
+
+type debugCapacityChange struct {
+	Time     time.Time      `json:"time"`
+	Previous int            `json:"previous"`
+	New      int            `json:"new"`
+	Reason   CapacityReason `json:"reason"`
 }
 
 // debugDuration is a duration as text, rounded to the millisecond.
@@ -187,6 +210,13 @@ func debugView(s Snapshot) debugSnapshot {
 		Types: make([]debugType, 0, len(s.Types)), Tiers: make([]debugTier, 0, len(s.Tiers)),
 		Keys: make([]debugKey, 0, len(s.Keys)), Queue: make([]debugQueued, 0, len(s.Queue)),
 		Counters: debugCounters(s.Counters),
+	}
+	if a := s.Adaptive; a != nil {
+		v.Adaptive = &debugAdaptive{Limit: a.Limit, Min: a.Min, Max: a.Max, Inflation: a.Inflation, Baseline: a.Baseline,
+			Samples: a.Samples, Weak: a.Weak, Shedding: a.Shedding, History: make([]debugCapacityChange, 0, len(a.History))}
+		for i := len(a.History) - 1; i >= 0; i-- {
+			v.Adaptive.History = append(v.Adaptive.History, debugCapacityChange(a.History[i]))
+		}
 	}
 	for _, t := range s.Types {
 		c := t.Config
@@ -240,6 +270,7 @@ func (c debugCounters) List() []debugCounter {
 		{"cost_entries_loaded", c.CostEntriesLoaded}, {"cost_entries_skipped", c.CostEntriesSkipped},
 		{"cost_saves", c.CostSaves}, {"cost_entries_saved", c.CostEntriesSaved},
 		{"cost_load_failures", c.CostLoadFailures}, {"cost_save_failures", c.CostSaveFailures},
+		{"rejected_overload", c.RejectedOverload},
 	}
 }
 
@@ -287,6 +318,13 @@ const debugBody = `
 <p><meter id="seat-meter" min="0" max="{{.Capacity}}" value="{{.InUse}}"></meter>
 <b><span id="in-use">{{.InUse}}</span> / <span id="capacity">{{.Capacity}}</span></b> seats in use,
 <b id="queued">{{.Queued}}</b> queued, system virtual time <b id="vsys">{{secs .SystemVirtualSeconds}}</b> s.</p>
+<p id="adaptive-line">{{with .Adaptive}}Adaptive capacity: limit <b>{{printf "%.1f" .Limit}}</b> in [{{.Min}}, {{.Max}}], inflation {{printf "%.2f" .Inflation}} (baseline {{printf "%.2f" .Baseline}}), {{.Samples}} samples, {{.Weak}} without a reference{{if .Shedding}}, <b>shedding the heaviest keys' arrivals</b>{{end}}.{{else}}Fixed capacity.{{end}}</p>
+<table><thead><tr><th>Limit changed at</th><th>From</th><th>To</th><th>Reason</th></tr></thead>
+<tbody id="history-body">{{with .Adaptive}}{{range .History}}
+<tr><td>{{.Time.Format "15:04:05.000"}}</td><td>{{.Previous}}</td><td>{{.New}}</td><td>{{.Reason}}</td></tr>{{else}}
+<tr><td colspan="4" class="none">no change yet</td></tr>{{end}}{{else}}
+<tr><td colspan="4" class="none">fixed capacity</td></tr>{{end}}
+</tbody></table>
 </section>
 
 <section id="tiers">
@@ -398,6 +436,17 @@ const debugScript = `
     set("capacity", s.capacity);
     set("queued", s.queued);
     set("vsys", secs(s.system_virtual_seconds));
+    var a = s.adaptive;
+    if (a) {
+      set("adaptive-line", "Adaptive capacity: limit " + a.limit.toFixed(1) + " in [" + a.min + ", " + a.max +
+        "], inflation " + a.inflation.toFixed(2) + " (baseline " + a.baseline.toFixed(2) + "), " + a.samples +
+        " samples, " + a.weak_samples + " without a reference" + (a.shedding ? ", shedding the heaviest keys' arrivals." : "."));
+    } else {
+      set("adaptive-line", "Fixed capacity.");
+    }
+    fill("history-body", a ? a.history : [], 4, a ? "no change yet" : "fixed capacity", function (tr, c) {
+      td(tr, new Date(c.time).toLocaleTimeString()); td(tr, c.previous); td(tr, c.new); td(tr, c.reason);
+    });
     fill("tiers-body", s.tiers, 4, "no job types registered", function (tr, t) {
       td(tr, t.priority); td(tr, t.running); td(tr, t.queued); td(tr, t.limit);
     });

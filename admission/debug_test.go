@@ -91,7 +91,7 @@ func TestDebugHandlerJSONQueued(t *testing.T) {
 			obj  any
 			want []string
 		}{
-			{"top level", raw, []string{"active_keys", "capacity", "counters", "in_use", "keys", "queue", "queued",
+			{"top level", raw, []string{"active_keys", "adaptive", "capacity", "counters", "in_use", "keys", "queue", "queued",
 				"system_virtual_seconds", "tiers", "time", "types"}},
 			{"queue entry", raw["queue"].([]any)[0], []string{"base_priority", "blocked_by", "effective_priority",
 				"job_id", "key", "type", "urgent", "wait", "wait_seconds"}},

@@ -26,6 +26,14 @@ func (s *Scheduler) dispatchLocked(now int64, wake []*job) []*job {
 			break
 		}
 		j := f.jobs.Top()
+		if s.adaptive != nil && s.shedQueuedLocked(j, now) {
+			j.err = s.rejectLocked(ErrOverloaded, false, j.typ, j.key, now)
+			s.counters.RejectedOverload++
+			s.emitRejectedLocked(j, j.typ, j.key.name, ErrOverloaded, false, now)
+			s.unqueueLocked(j, now)
+			wake = append(wake, j)
+			continue
+		}
 		r := s.resourceLocked(j)
 		if r != nil && !s.admitsLocked(r, j, now) {
 			// Conflict: the job waits on the resource, holding no seat, and
@@ -94,6 +102,11 @@ func (s *Scheduler) enqueueLocked(j *job, t *typeState, key string, now int64, w
 		s.counters.RejectedQueueFull++
 		s.emitRejectedLocked(j, t, key, ErrQueueFull, true, now)
 		return wake, s.rejectLocked(ErrQueueFull, true, t, k, now)
+	}
+	if j.foreground && s.shedsLocked(k, now) {
+		s.counters.RejectedOverload++
+		s.emitRejectedLocked(j, t, key, ErrOverloaded, false, now)
+		return wake, s.rejectLocked(ErrOverloaded, false, t, k, now)
 	}
 	pushedOut := false
 	if s.queued >= s.cfg.MaxQueue {
@@ -269,6 +282,7 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now int64) {
 	s.running.Push(j)
 	s.advanceVsysLocked()
 	s.inUse++
+	j.load = int32(s.inUse)
 	t.running++
 	t.tier.running++
 	k.running++
@@ -304,6 +318,9 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now int64) {
 	if j.urgent {
 		s.counters.UrgentAdmissions++
 	}
+	if a := s.adaptive; a != nil && a.cfg.QueueDelayTarget > 0 && j.foreground {
+		s.admittedAfterLocked(sinceNs(now, j.enqueued), now)
+	}
 	s.emitAdmittedLocked(j, now)
 	if p := k.policy.MaxInFlight; p > 0 && k.running >= p {
 		k.capped = true
@@ -325,7 +342,12 @@ func (s *Scheduler) finishLocked(j *job, now int64, observed time.Duration, lear
 	obs := observed.Seconds()
 	k.v += (obs - j.est) / k.w
 	if learn {
-		s.learnLocked(j, obs, now)
+		if s.adaptive != nil {
+			s.sampleLocked(j, obs, now)
+			s.learnLocked(j, obs, now).updateRef(obs, j.load, s.cfg.CostAlpha)
+		} else {
+			s.learnLocked(j, obs, now)
+		}
 		s.counters.Completed++
 	}
 	if k.capped && k.running < k.policy.MaxInFlight {

@@ -63,8 +63,9 @@
 // key is below MaxInFlight, (5) neither its type nor its key is paused and
 // (6) its tier is below its cap, unless the job is urgent (and, with the
 // optional pressure gate, (7) the server is not under pressure or the job's
-// effective priority is above the gate's MinPriority). Among admissible jobs
-// the order is
+// effective priority is above the gate's MinPriority). With queue-delay
+// shedding on, a queued request it refuses leaves as it comes up (see
+// Adaptive capacity). Among admissible jobs the order is
 // urgent first (oldest first), then effective priority (highest first), then
 // keys below their MinSeats, then V_k (lowest first), then arrival (oldest
 // first); the sequence number assigned at enqueue breaks every remaining tie,
@@ -192,11 +193,113 @@
 // does not lift pauses: paused background work is dropped (and reported) at
 // Close.
 //
+// # Adaptive capacity
+//
+// With Config.Adaptive set, the capacity is not a guess of the operator's
+// but a limit that follows what the server can do, between
+// AdaptiveConfig.Min and Max (adaptive.go). It is the capacity every other
+// mechanism reads — dispatch, fair shares, retry hints, Snapshot — so
+// nothing else changes. Tier caps and MaxConcurrency keep their meaning and
+// do not scale with it: a cap above the limit does not bind, one below it
+// still does (and keeps the seats from being used, so the limit stops
+// growing there); give the foreground tier a TierLimits entry of at least
+// Max. KeyPolicy.MinSeats must fit in Min.
+//
+// Signal. Seat time alone cannot tell congestion from heavier work: a mix
+// that turns to linux.git clones takes longer per job on a server that is
+// not congested at all. So each job is judged against its own reference,
+// the seat time of its (type, job ID) at the lowest load seen, load being
+// the seats in use at its admission. Its inflation is
+//
+//	x = observed / reference
+//
+// A completion at a lower load than the reference's replaces it (so a job
+// that really got dearer is followed once it runs at a load where the old
+// time was seen), one at the same load moves it by the cost EMA's alpha,
+// and one at a higher load leaves it alone: congestion may explain it. The
+// learned cost estimate itself cannot serve as the reference: it follows
+// the seat time under whatever congestion there is (that is its job, for
+// virtual time and retry hints), so under steady congestion observed/est
+// tends to 1 and would read as "no congestion", whatever the load. A job
+// whose (type, job ID) has no reference yet (its first completion) gives
+// no sample: its estimate is still the type's DefaultCost, a guess, and
+// its inflation would measure the guess. A seat handed back by a waiter
+// that gave up is no sample either. So a workload whose job IDs never
+// repeat gives the controller nothing, and the limit stays where it is
+// (pressure still lowers it); a route without job IDs has one reference
+// per type, that is a raw-latency signal for that type.
+//
+// Control, gradient-style as Gradient2, evaluated at each sample (time is
+// an argument, and no timer or goroutine is involved):
+//
+//	short    = EMA of x over about one round (limit samples)
+//	baseline = EMA of x over samples at or below their reference's load
+//	gradient = clamp(Tolerance · baseline / short, 0.5, 1)
+//	target   = limit · gradient                 if gradient < 1
+//	         = limit + Headroom · sqrt(limit)   otherwise
+//	limit   += Smoothing / limit · (target - limit)
+//
+// The baseline is the inflation of jobs seen at no more load than their
+// reference's: noise, not congestion (1 on a server whose times do not
+// vary), and it corrects the signal for it. Since a round is about limit
+// samples, a round moves the limit Smoothing of the way to target. It
+// settles where jobs take Tolerance times their reference: on a server
+// whose seat times are flat up to a capacity C and grow past it, at about
+// Tolerance·C. Unlike Gradient2, the headroom is added only when the
+// server keeps up: fairseat's queue is outside the limit, so no allowance
+// for a queue inside it is needed, and a limit under congestion converges
+// on the point instead of sqrt(limit) above it. The limit grows only while
+// it is used: when a sample ends, the seats in use were at least
+// UsedFraction of it or work was queued; an idle or lightly used server
+// never inflates its limit (and then admits a burst into a slow server).
+//
+// Probes. A reference taken while the server was already congested makes
+// that congestion look normal: a limit that starts far above C, or a C that
+// halves (a slow disk), would stop at the load where the references were
+// taken. So, as Envoy's adaptive concurrency filter re-measures its
+// minimum latency, a probe halves the limit for one round of the jobs it
+// admits (their references are taken at that lower load) and then
+// restores it: if the server was congested, the jobs after the probe are
+// inflated against the new references and the limit comes down. Probes
+// come five rounds after the limit fell by a fifth, and half as often after
+// each probe the limit held through, up to every ProbeInterval rounds
+// (100): at most about one per cent of the rounds run at half the limit
+// once it is steady. Snapshot's Adaptive.Probing tells them apart.
+//
+// Pressure. With Config.Pressure set, each reading of its source (at most
+// once per Pressure.Interval) of 1 or more multiplies the limit by
+// PressureBackoff, and the limit does not grow meanwhile. (The gate still
+// holds back work at or below Pressure.MinPriority at its Threshold.)
+//
+// Queue-delay shedding (QueueDelayTarget > 0), CoDel's idea as in
+// Facebook's adaptive LIFO and CoDel: the scheduler keeps the smallest
+// wait of the foreground requests admitted in each QueueDelayInterval.
+// When an interval ends in which every one waited more than the target, a
+// standing queue has formed: until an interval in which one did not, a key
+// holding (queued + running) at least its weighted share of all that is
+// queued and running is refused with ErrOverloaded (a *RejectedError with
+// PerKey false: 503 / Unavailable in the adapters) — its new foreground
+// arrivals at once, and its queued requests that waited past the target
+// when dispatch reaches them (CoDel drops at the head). So the backlog
+// that formed before goes too and callers retry later, instead of every
+// caller waiting behind it; keys below their share, the light callers,
+// still queue and get in. Background work is never shed this way: it has
+// TTLs and aging.
+//
+// Observability: every change of the limit is an [EventCapacityChanged]
+// with its [CapacityReason], a count by reason in the
+// fairseat.seats.limit.changes metric and an entry in a ring of the last
+// CapacityHistory changes shown by Snapshot and the debug page;
+// fairseat.seats.limit is the limit.
+//
 // # Runtime control
 //
 // SetCapacity, SetTypeLimit, SetWeight, ResetWeights and SetKeyPolicy change
 // limits and weights of a running scheduler and dispatch at once; lowering a
-// limit never pre-empts running work. SetDryRun (or Config.DryRun) computes
+// limit never pre-empts running work. With adaptive capacity, SetCapacity
+// is refused (the controller would overrule a number set by hand within a
+// round); SetAdaptiveBounds moves the bounds instead, and equal bounds pin
+// the capacity. SetDryRun (or Config.DryRun) computes
 // and counts every decision but admits everything at once.
 //
 // # Background jobs
@@ -359,7 +462,8 @@
 //	                              rejected_*, cancelled, and for background failed, dropped)
 //	fairseat.queue.size           up-down counter, {request}: queued; job type, tier
 //	fairseat.running              up-down counter, {request}: holding a seat; job type, tier
-//	fairseat.seats.usage, .limit  up-down counters, {seat}: seats in use, Capacity
+//	fairseat.seats.usage, .limit  up-down counters, {seat}: seats in use, Capacity (the adaptive limit)
+//	fairseat.seats.limit.changes  counter, {change}: adaptive limit changes; fairseat.reason
 //	fairseat.aging.promotions     counter, {promotion}; fairseat.urgent.admissions, {request}
 //	fairseat.key.allocation       gauge, {seat}: fair-share allocation (below); fairseat.key
 //	fairseat.key.utilization      gauge, 1: running / allocation, active series only

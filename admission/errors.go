@@ -32,6 +32,10 @@ var (
 	// version can read (wrong magic, newer version, truncated, checksum
 	// mismatch, over the size bounds); the wrapping error says which.
 	ErrBadCostFile = errors.New("admission: unusable cost file")
+	// ErrOverloaded: queue-delay shedding (AdaptiveConfig.QueueDelayTarget)
+	// refused the request at once: a standing queue has formed and the
+	// caller holds at least its share of the server.
+	ErrOverloaded = errors.New("admission: server overloaded")
 )
 
 // RejectedError is the error of a request the scheduler turned away or gave
@@ -39,7 +43,7 @@ var (
 // created by the scheduler and not modified afterwards; its zero value is
 // meaningless.
 type RejectedError struct {
-	Reason error // ErrQueueFull, ErrWaitTimeout, ErrClosed or ErrDeadlineTooSoon
+	Reason error // ErrQueueFull, ErrWaitTimeout, ErrClosed, ErrDeadlineTooSoon or ErrOverloaded
 	// PerKey is true when the caller's own share caused the rejection (its
 	// MaxQueued, or it was the longest queue when the queue was full), false
 	// when the whole server is overloaded or shutting down. Transports map it

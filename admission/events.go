@@ -25,7 +25,8 @@ const (
 	// EventRejected: a request or job was turned away: Err is a
 	// *RejectedError (Reason and PerKey set, RetryAfter left zero) wrapping
 	// ErrQueueFull (at arrival), ErrWaitTimeout (a foreground waiter's
-	// MaxWait) or ErrClosed (at arrival, or queued when Close was called).
+	// MaxWait), ErrOverloaded (queue-delay shedding, at arrival) or
+	// ErrClosed (at arrival, or queued when Close was called).
 	EventRejected
 	// EventShed: a queued job was pushed out by the arrival of a key with
 	// fewer queued jobs (Err wraps ErrQueueFull). Key is the victim's key.
@@ -42,6 +43,10 @@ const (
 	// EventOverflow: the handler fell behind and Dropped events were lost
 	// before this one; it is delivered first when the buffer has room again.
 	EventOverflow
+	// EventCapacityChanged: the capacity changed from Previous to New seats,
+	// for CapacityReason (adaptive capacity; SetCapacity of a fixed
+	// capacity is not reported).
+	EventCapacityChanged
 )
 
 var eventKindNames = [...]string{
@@ -54,6 +59,7 @@ var eventKindNames = [...]string{
 	EventBackgroundDropped: "background_dropped",
 	EventBackgroundExpired: "background_expired",
 	EventOverflow:          "overflow",
+	EventCapacityChanged:   "capacity_changed",
 }
 
 func (k EventKind) String() string {
@@ -103,8 +109,10 @@ type Event struct {
 
 	Err error // EventRejected, EventShed, EventBackground*
 
-	Previous, New float64          // EventAllocationChanged, in seats
+	Previous, New float64          // EventAllocationChanged, EventCapacityChanged, in seats
 	Reason        AllocationReason // EventAllocationChanged
+	// CapacityReason says why the capacity changed (EventCapacityChanged).
+	CapacityReason CapacityReason
 
 	Dropped uint64 // EventOverflow: events lost since the last delivered one
 }

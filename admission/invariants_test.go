@@ -57,8 +57,13 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	if err := s.checkCostStoreLocked(); err != nil {
 		return err
 	}
-	if s.inUse != s.running.Len() || (s.inUse > s.cfg.Capacity && !s.overSeated) {
+	if s.inUse != s.running.Len() || (s.inUse > s.cfg.Capacity && !s.overSeated && (s.adaptive == nil || !s.adaptive.lowered)) {
 		return fmt.Errorf("inUse %d, running %d, capacity %d", s.inUse, s.running.Len(), s.cfg.Capacity)
+	}
+	if a := s.adaptive; a != nil {
+		if a.limit < float64(a.cfg.Min) || a.limit > float64(a.cfg.Max) || s.cfg.Capacity != a.seatsOf(a.limit) || a.histN > CapacityHistory {
+			return fmt.Errorf("adaptive: limit %v in [%d, %d], capacity %d, %d changes kept", a.limit, a.cfg.Min, a.cfg.Max, s.cfg.Capacity, a.histN)
+		}
 	}
 	typeRun := map[*typeState]int{}
 	typeQ := map[*typeState]int{}

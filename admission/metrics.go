@@ -24,13 +24,16 @@ type observables struct {
 	cost          metric.Float64ObservableGauge       // fairseat.cost.estimate
 	eventsDropped metric.Int64ObservableCounter       // fairseat.events.dropped
 	store         costStoreInstruments                // fairseat.cost.store.* (coststore_metrics.go)
+	limitChanges  metric.Int64ObservableCounter       // fairseat.seats.limit.changes
+
+	reasonOpts [len(capacityReasons)]metric.ObserveOption
 
 	resultOpts [numResults]metric.ObserveOption
 }
 
 func newObservables(m metric.Meter) (*observables, error) {
 	ins := &observables{}
-	var errs [12]error
+	var errs [13]error
 	ins.requests, errs[0] = m.Int64ObservableCounter("fairseat.requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests and background jobs by how they left the queue (fairseat.result); a seat granted to a caller that had just given up counts as admitted and as cancelled."))
 	ins.queued, errs[1] = m.Int64ObservableUpDownCounter("fairseat.queue.size", metric.WithUnit("{request}"),
@@ -40,7 +43,7 @@ func newObservables(m metric.Meter) (*observables, error) {
 	ins.seatsUsage, errs[3] = m.Int64ObservableUpDownCounter("fairseat.seats.usage", metric.WithUnit("{seat}"),
 		metric.WithDescription("Seats in use."))
 	ins.seatsLimit, errs[4] = m.Int64ObservableUpDownCounter("fairseat.seats.limit", metric.WithUnit("{seat}"),
-		metric.WithDescription("Seats in total (Config.Capacity)."))
+		metric.WithDescription("Seats in total: Config.Capacity, or the adaptive limit now."))
 	ins.promotions, errs[5] = m.Int64ObservableCounter("fairseat.aging.promotions", metric.WithUnit("{promotion}"),
 		metric.WithDescription("Aging promotions carried by admitted requests and jobs."))
 	ins.urgent, errs[6] = m.Int64ObservableCounter("fairseat.urgent.admissions", metric.WithUnit("{request}"),
@@ -55,6 +58,11 @@ func newObservables(m metric.Meter) (*observables, error) {
 		metric.WithDescription("Mean learned cost estimate over the tracked (job type, job ID) entries of a job type."))
 	ins.eventsDropped, errs[11] = m.Int64ObservableCounter("fairseat.events.dropped", metric.WithUnit("{event}"),
 		metric.WithDescription("Events not delivered to the event handler because it fell behind or the scheduler was closed."))
+	ins.limitChanges, errs[12] = m.Int64ObservableCounter("fairseat.seats.limit.changes", metric.WithUnit("{change}"),
+		metric.WithDescription("Changes of the adaptive limit, by reason (fairseat.reason: increase, decrease, pressure, operator)."))
+	for i, r := range capacityReasons {
+		ins.reasonOpts[i] = metric.WithAttributeSet(attribute.NewSet(attrReason.String(string(r))))
+	}
 	for r := range numResults {
 		ins.resultOpts[r] = metric.WithAttributeSet(attribute.NewSet(attrResult.String(resultNames[r])))
 	}
@@ -64,7 +72,7 @@ func newObservables(m metric.Meter) (*observables, error) {
 func (ins *observables) list() []metric.Observable {
 	return []metric.Observable{ins.requests, ins.queued, ins.running, ins.seatsUsage, ins.seatsLimit,
 		ins.promotions, ins.urgent, ins.allocation, ins.utilization, ins.excess, ins.cost, ins.eventsDropped,
-		ins.store.estimates, ins.store.saves, ins.store.failures, ins.store.saveDuration}
+		ins.store.estimates, ins.store.saves, ins.store.failures, ins.store.saveDuration, ins.limitChanges}
 }
 
 // typeCounts is one job type's part of a collection.
@@ -80,6 +88,11 @@ func (s *Scheduler) observe(ins *observables, o metric.Observer) error {
 	s.mu.Lock()
 	c := s.counters
 	inUse, capacity := s.inUse, s.cfg.Capacity
+	var changes *[len(capacityReasons)]uint64
+	if a := s.adaptive; a != nil {
+		c := a.changes
+		changes = &c
+	}
 	types := make([]typeCounts, 0, len(s.types))
 	for _, t := range s.types {
 		types = append(types, typeCounts{t.obs, t.queued, t.running, t.obs.costSum, t.obs.costN})
@@ -89,7 +102,7 @@ func (s *Scheduler) observe(ins *observables, o metric.Observer) error {
 	s.mu.Unlock()
 
 	for r, n := range [numResults]uint64{c.Admitted, c.RejectedQueueFull, c.RejectedWaitTimeout,
-		c.RejectedClosed, c.Cancelled, c.Failed, c.Dropped, c.RejectedDeadline, c.Superseded, c.Coalesced} {
+		c.RejectedClosed, c.Cancelled, c.Failed, c.Dropped, c.RejectedDeadline, c.Superseded, c.Coalesced, c.RejectedOverload} {
 		o.ObserveInt64(ins.requests, int64(n), ins.resultOpts[r])
 	}
 	o.ObserveInt64(ins.seatsUsage, int64(inUse))
@@ -98,6 +111,11 @@ func (s *Scheduler) observe(ins *observables, o metric.Observer) error {
 	o.ObserveInt64(ins.urgent, int64(c.UrgentAdmissions))
 	o.ObserveInt64(ins.eventsDropped, int64(c.EventsDropped))
 	ins.store.observe(o, &c, &store)
+	if changes != nil {
+		for i, n := range changes {
+			o.ObserveInt64(ins.limitChanges, int64(n), ins.reasonOpts[i])
+		}
+	}
 	for _, t := range types {
 		attrs := metric.WithAttributeSet(t.obs.attrs)
 		o.ObserveInt64(ins.queued, int64(t.queued), attrs)

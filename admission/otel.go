@@ -44,6 +44,7 @@ const (
 	attrPerKey    = attribute.Key("fairseat.rejection.per_key")
 	attrFairKey   = attribute.Key("fairseat.fairness_key")
 	attrJobID     = attribute.Key("fairseat.job.id")
+	attrReason    = attribute.Key("fairseat.reason")
 )
 
 // WithSpanIdentifiers puts raw fairness keys and job IDs on spans and span
@@ -70,12 +71,14 @@ const (
 	resultDeadline
 	resultSuperseded
 	resultCoalesced // counted only: a coalesced submission never waits
+	resultOverloaded
 	numResults
 )
 
 var resultNames = [numResults]string{
 	"admitted", "rejected_queue_full", "rejected_wait_timeout", "rejected_closed",
 	"cancelled", "failed", "dropped", "rejected_deadline", "superseded", "coalesced",
+	"rejected_overloaded",
 }
 
 // noSpan is the span of a wait nobody traces.
@@ -102,6 +105,8 @@ func resultOf(err error) outcome {
 		return resultDeadline
 	case errors.Is(err, ErrSuperseded):
 		return resultSuperseded
+	case errors.Is(err, ErrOverloaded):
+		return resultOverloaded
 	case isRejected(err): // ErrClosed at arrival or while queued
 		return resultClosed
 	case errors.Is(err, ErrClosed): // "dropped by Close"

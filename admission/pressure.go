@@ -55,9 +55,10 @@ func (p *PressureConfig) validate() (*PressureConfig, error) {
 
 // pressureGate is the scheduler's state of the gate.
 type pressureGate struct {
-	cfg  *PressureConfig
-	high bool
-	at   int64 // last reading, an instant (see Scheduler.now); 0 = never read
+	cfg   *PressureConfig
+	high  bool
+	value float64 // last reading
+	at    int64   // last reading, an instant (see Scheduler.now); 0 = never read
 	// timer runs redispatch. It is made (stopped) in New: creating it here,
 	// in dispatch's call graph, would make dispatch and redispatch one
 	// recursive component, and escape analysis would then move every
@@ -73,7 +74,9 @@ func (s *Scheduler) refreshPressureLocked(now int64) {
 		return
 	}
 	g.at = now
-	g.high = g.cfg.Source.Pressure() >= g.cfg.Threshold
+	g.value = g.cfg.Source.Pressure()
+	g.high = g.value >= g.cfg.Threshold
+	s.pressureReadLocked(g.value, now)
 }
 
 // pressureHolds reports whether the gate holds back work of effective

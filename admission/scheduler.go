@@ -26,8 +26,8 @@ type Request struct {
 	FairnessKey string
 }
 
-// A Scheduler admits requests and background jobs to a fixed number of seats
-// (see the package doc). Create it with [New]; the zero value is not usable.
+// A Scheduler admits requests and background jobs to a number of seats,
+// fixed or adaptive (see the package doc). Create it with [New]; the zero value is not usable.
 // It is safe for concurrent use.
 type Scheduler struct {
 	// The fields that every Acquire and Release touch come first, together
@@ -66,10 +66,11 @@ type Scheduler struct {
 	resources map[ConflictGroup]resourceTable // held, waited-on or idle resources, by group
 	idleRes   int                             // entries of resources with no holder and no waiter
 	pressure  *pressureGate                   // nil = no gate
+	adaptive  *adaptive                       // nil = fixed capacity (Config.Adaptive)
 	running   ringheap.Heap[runKey, *job]     // running jobs by start tag (V_sys)
 	freeJobs  freelist.List[job]              // records of released foreground permits
 	// cfg never changes after New, except Capacity, which SetCapacity
-	// changes under mu; its Keys are moved to policies. Its first two
+	// and adaptive capacity change under mu; its Keys are moved to policies. Its first two
 	// lines are hot too.
 	cfg      Config
 	counters Counters
@@ -149,6 +150,9 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 	}
 	s.cfg.Keys = nil
 	s.dryRun = c.DryRun
+	if c.Adaptive != nil {
+		s.adaptive = newAdaptive(*c.Adaptive)
+	}
 	if c.Pressure != nil {
 		s.pressure = &pressureGate{cfg: c.Pressure, timer: time.AfterFunc(time.Hour, s.redispatch)}
 		s.pressure.timer.Stop()
@@ -433,7 +437,7 @@ func (e *costEntry) estimate(t *typeState, now int64, ttl time.Duration) float64
 // learnLocked feeds j's observed cost into the EMA of (type, job ID). The
 // entry found at admission is updated in place, so a release costs no lookup;
 // if it was evicted since, the observation is lost, as any evicted state is.
-func (s *Scheduler) learnLocked(j *job, observed float64, now int64) {
+func (s *Scheduler) learnLocked(j *job, observed float64, now int64) *costEntry {
 	t, e := j.typ, j.cost
 	if e == nil {
 		k := costKey{t.name, j.jobID}
@@ -450,4 +454,5 @@ func (s *Scheduler) learnLocked(j *job, observed float64, now int64) {
 	e.est = a*observed + (1-a)*e.estimate(t, now, s.cfg.CostTTL)
 	e.at = now
 	s.costChangedLocked(t, e, prev, counted)
+	return e
 }

@@ -12,8 +12,8 @@ import (
 // Counters are cumulative totals since New, copied into a Snapshot (a plain
 // value; the zero value is a fresh scheduler's). Every request or job ends in
 // exactly one of Completed, RejectedQueueFull, RejectedWaitTimeout,
-// RejectedClosed, RejectedDeadline, Cancelled, Dropped, Coalesced or
-// Superseded (or is still
+// RejectedClosed, RejectedDeadline, RejectedOverload, Cancelled, Dropped,
+// Coalesced or Superseded (or is still
 // queued or running). A retried background job counts each attempt.
 type Counters struct {
 	Submitted           uint64 // requests and jobs that arrived, accepted or not
@@ -46,6 +46,7 @@ type Counters struct {
 	CostEntriesSaved   uint64 // estimates written by the successful saves, in all
 	CostLoadFailures   uint64 // failed loads (New started cold; logged as a warning)
 	CostSaveFailures   uint64 // failed saves (the store keeps what it had; logged as a warning)
+	RejectedOverload   uint64 // refused by queue-delay shedding (ErrOverloaded), at arrival or at the head of the queue
 }
 
 // Snapshot is a point-in-time copy of the scheduler's state, for debugging
@@ -65,6 +66,7 @@ type Snapshot struct {
 	Queue         []QueuedSnapshot // queued jobs in dispatch order at Time, at most SnapshotMaxQueue
 	Counters      Counters
 	CostStore     CostStoreSnapshot // WithCostStore; the zero value without one
+	Adaptive      *AdaptiveSnapshot // adaptive capacity's state; nil = fixed capacity
 }
 
 // Bounds on the per-key and per-job parts of a Snapshot.
@@ -141,6 +143,9 @@ func (s *Scheduler) Snapshot() Snapshot {
 		SystemVirtual: s.vsys,
 		Counters:      s.counters,
 		CostStore:     s.costStoreSnapshotLocked(),
+	}
+	if s.adaptive != nil {
+		snap.Adaptive = s.adaptive.snapshotLocked(s)
 	}
 	costs := s.learnedCostsLocked(now)
 	for _, t := range s.types {

@@ -56,6 +56,7 @@ type job struct {
 	xwaiting   bool // an exclusive job parked on its resource that has not started, left or frozen since: it holds new shared jobs back
 	foreground bool
 	gen        uint32 // bumped when the record is reused
+	load       int32  // seats in use just after its admission (adaptive capacity's reference load)
 
 	prio     Priority   // base priority: the type's, or SubmitWith's override
 	agingAt  int64      // the aging clock's start, Unix nanoseconds: arrival, moved later by the time spent paused
@@ -376,4 +377,10 @@ type costEntry struct {
 	key costKey // its key in Scheduler.costs
 	est float64 // seconds
 	at  int64   // last observation, an instant (see Scheduler.now); 0 = evicted
+	// ref is the seat time, in seconds, at the lowest load seen (refLoad
+	// seats in use at admission): adaptive capacity's reference for the
+	// inflation of the job (adaptive.go). 0 = none yet; kept only when
+	// Config.Adaptive is set.
+	ref     float64
+	refLoad int32
 }

@@ -322,6 +322,7 @@ func TestRejectionMapping(t *testing.T) {
 	}{
 		{perKey, 429},
 		{server, 503},
+		{&admission.RejectedError{Reason: admission.ErrOverloaded}, 503}, // queue-delay shedding: the server's overload
 		{errors.Join(admission.ErrUnknownJobType), 500},
 		{errors.New("other"), 503},
 	} {

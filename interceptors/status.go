@@ -36,7 +36,8 @@ type StatusFunc func(ctx context.Context, err error) *status.Status
 //   - a rejection because of the caller's own share (its queue is full, it
 //     was pushed out by a lighter caller; RejectedError.PerKey):
 //     codes.ResourceExhausted;
-//   - a rejection of the whole server (queue full, wait timeout, closing):
+//   - a rejection of the whole server (queue full, wait timeout, closing,
+//     queue-delay shedding):
 //     codes.Unavailable;
 //   - the caller's context ended while it waited: status.FromContextError,
 //     so codes.Canceled or codes.DeadlineExceeded;
@@ -60,7 +61,8 @@ func DefaultStatus(ctx context.Context, err error) *status.Status {
 		return status.FromContextError(err)
 	case errors.Is(err, admission.ErrUnknownJobType):
 		return status.New(codes.Internal, "interceptors: the route's job type is not registered with the scheduler: "+err.Error())
-	case errors.Is(err, admission.ErrQueueFull), errors.Is(err, admission.ErrWaitTimeout), errors.Is(err, admission.ErrClosed):
+	case errors.Is(err, admission.ErrQueueFull), errors.Is(err, admission.ErrWaitTimeout), errors.Is(err, admission.ErrClosed),
+		errors.Is(err, admission.ErrOverloaded):
 		// A bare sentinel (the scheduler returns *RejectedError, but a
 		// wrapping StatusFunc may not): the server's limit, no estimate.
 		return AddRetryInfo(status.New(codes.Unavailable, err.Error()), 0)

@@ -1,0 +1,503 @@
+package admission
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// AdaptiveConfig turns on adaptive capacity (Config.Adaptive): the number of
+// seats follows what the server can really do, between Min and Max. The
+// package doc ("Adaptive capacity") explains the algorithm; every zero field
+// but Max takes the default named on it. A plain value, copied by New.
+type AdaptiveConfig struct {
+	// Min and Max bound the limit: 1 <= Min <= Max. Min defaults to 1; Max
+	// is required. The configured keys' MinSeats must fit in Min.
+	Min, Max int
+	// Initial is the limit at New, in [Min, Max]; 0 = Config.Capacity if
+	// set, else Min.
+	Initial int
+	// Tolerance is the inflation (seat time over the job's reference, see
+	// the package doc) accepted before the limit shrinks, >= 1; 0 =
+	// DefaultAdaptiveTolerance.
+	Tolerance float64
+	// Headroom is what the limit grows by, per round of samples (limit
+	// completions), while the server keeps up and the seats are used, as a
+	// multiple of sqrt(limit) seats; 0 = DefaultAdaptiveHeadroom.
+	Headroom float64
+	// Smoothing in (0, 1] is how much of the computed limit one round of
+	// samples moves it by; 0 = DefaultAdaptiveSmoothing.
+	Smoothing float64
+	// UsedFraction in (0, 1]: the limit grows only while the seats in use
+	// were at least this fraction of it, or work was queued, when a sample
+	// ended; 0 = DefaultAdaptiveUsedFraction.
+	UsedFraction float64
+	// PressureBackoff in (0, 1) multiplies the limit at each reading of
+	// Config.Pressure's source at or above 1; 0 =
+	// DefaultAdaptivePressureBackoff.
+	PressureBackoff float64
+	// ProbeInterval is the most rounds between two probes, which halve
+	// the limit for one round of jobs so that references are taken at a
+	// load the server keeps up with (see the package doc); 0 =
+	// DefaultAdaptiveProbeInterval.
+	ProbeInterval int
+	// QueueDelayTarget turns on queue-delay shedding (CoDel's idea): when
+	// the smallest wait of the foreground requests admitted over a
+	// QueueDelayInterval stays above it, new foreground arrivals of the
+	// keys holding more than their share are refused at once with
+	// ErrOverloaded. 0 = off.
+	QueueDelayTarget time.Duration
+	// QueueDelayInterval is CoDel's interval; 0 =
+	// DefaultQueueDelayInterval.
+	QueueDelayInterval time.Duration
+}
+
+// Defaults of [AdaptiveConfig].
+const (
+	DefaultAdaptiveTolerance       = 1.1
+	DefaultAdaptiveHeadroom        = 0.5
+	DefaultAdaptiveProbeInterval   = 100
+	DefaultAdaptiveSmoothing       = 0.5
+	DefaultAdaptiveUsedFraction    = 0.9
+	DefaultAdaptivePressureBackoff = 0.9
+	DefaultQueueDelayInterval      = 100 * time.Millisecond
+)
+
+// CapacityHistory is the number of capacity changes a Snapshot keeps.
+const CapacityHistory = 32
+
+// validate checks a and returns it with its defaults filled in; capacity
+// is Config.Capacity (0 = not set).
+func (a AdaptiveConfig) validate(capacity int) (AdaptiveConfig, error) {
+	if a.Min == 0 {
+		a.Min = 1
+	}
+	if a.Initial == 0 {
+		a.Initial = a.Min
+		if capacity > 0 {
+			a.Initial = capacity
+		}
+	}
+	switch {
+	case a.Min < 1:
+		return a, fmt.Errorf("%w: Adaptive.Min must be >= 1, got %d", ErrInvalidConfig, a.Min)
+	case a.Max < a.Min:
+		return a, fmt.Errorf("%w: Adaptive.Max must be >= Adaptive.Min (%d), got %d", ErrInvalidConfig, a.Min, a.Max)
+	case a.Initial < a.Min || a.Initial > a.Max:
+		return a, fmt.Errorf("%w: Adaptive.Initial must be in [Min=%d, Max=%d], got %d", ErrInvalidConfig, a.Min, a.Max, a.Initial)
+	case capacity > 0 && capacity != a.Initial:
+		return a, fmt.Errorf("%w: Capacity (%d) and Adaptive.Initial (%d) differ: with Adaptive set, Capacity is the initial limit; set one of them",
+			ErrInvalidConfig, capacity, a.Initial)
+	case a.ProbeInterval < 0 || a.ProbeInterval > 0 && a.ProbeInterval < minProbeEvery:
+		return a, fmt.Errorf("%w: Adaptive.ProbeInterval must be 0 (default %d) or >= %d, got %d",
+			ErrInvalidConfig, DefaultAdaptiveProbeInterval, minProbeEvery, a.ProbeInterval)
+	case a.QueueDelayTarget < 0:
+		return a, fmt.Errorf("%w: Adaptive.QueueDelayTarget must be >= 0, got %v", ErrInvalidConfig, a.QueueDelayTarget)
+	case a.QueueDelayInterval < 0:
+		return a, fmt.Errorf("%w: Adaptive.QueueDelayInterval must be >= 0, got %v", ErrInvalidConfig, a.QueueDelayInterval)
+	}
+	params := []struct {
+		name     string
+		v        *float64
+		def      float64
+		lo, hi   float64 // allowed range
+		openHigh bool    // hi itself is not allowed
+	}{
+		{"Tolerance", &a.Tolerance, DefaultAdaptiveTolerance, 1, math.Inf(1), true},
+		{"Headroom", &a.Headroom, DefaultAdaptiveHeadroom, 0, math.Inf(1), true},
+		{"Smoothing", &a.Smoothing, DefaultAdaptiveSmoothing, 0, 1, false},
+		{"UsedFraction", &a.UsedFraction, DefaultAdaptiveUsedFraction, 0, 1, false},
+		{"PressureBackoff", &a.PressureBackoff, DefaultAdaptivePressureBackoff, 0, 1, true},
+	}
+	for _, p := range params {
+		v := *p.v
+		if math.IsNaN(v) || v < 0 || v < p.lo && v != 0 || v > p.hi || p.openHigh && v == p.hi {
+			return a, fmt.Errorf("%w: Adaptive.%s must be 0 (default %v) or in [%v, %v%s, got %v",
+				ErrInvalidConfig, p.name, p.def, p.lo, p.hi, map[bool]string{true: ")", false: "]"}[p.openHigh], v)
+		}
+		if v == 0 {
+			*p.v = p.def
+		}
+	}
+	if a.QueueDelayInterval == 0 {
+		a.QueueDelayInterval = DefaultQueueDelayInterval
+	}
+	if a.ProbeInterval == 0 {
+		a.ProbeInterval = DefaultAdaptiveProbeInterval
+	}
+	return a, nil
+}
+
+// CapacityReason says why the capacity changed.
+type CapacityReason string
+
+// The reasons of [EventCapacityChanged] and [CapacityChange].
+const (
+	// CapacityIncrease: the server kept up with the seats in use, so the
+	// adaptive limit grew.
+	CapacityIncrease CapacityReason = "increase"
+	// CapacityDecrease: jobs took longer than their reference (the server
+	// is congested), so the adaptive limit shrank.
+	CapacityDecrease CapacityReason = "decrease"
+	// CapacityPressure: Config.Pressure's source read 1 or more.
+	CapacityPressure CapacityReason = "pressure"
+	// CapacityOperator: SetAdaptiveBounds.
+	CapacityOperator CapacityReason = "operator"
+	// CapacityProbe: a probe halved the limit, or ended and restored it.
+	CapacityProbe CapacityReason = "probe"
+)
+
+var capacityReasons = [...]CapacityReason{CapacityIncrease, CapacityDecrease, CapacityPressure, CapacityOperator, CapacityProbe}
+
+// CapacityChange is one change of the capacity, in a Snapshot's history. A
+// plain value.
+type CapacityChange struct {
+	Time          time.Time
+	Previous, New int
+	Reason        CapacityReason
+}
+
+// AdaptiveSnapshot is the state of adaptive capacity in a [Snapshot]. A
+// plain value.
+type AdaptiveSnapshot struct {
+	Limit     float64 // the controller's limit before rounding; Snapshot.Capacity is it rounded
+	Min, Max  int
+	Inflation float64 // short-term mean inflation of the samples (1 = jobs take their reference time)
+	Baseline  float64 // inflation of jobs seen at no more load than their reference's: the noise level
+	Samples   uint64  // completions that fed the controller
+	Weak      uint64  // completions that did not (no reference yet for their type and job ID)
+	Shedding  bool    // queue-delay shedding is refusing the heaviest keys' arrivals
+	Probing   bool    // a probe has halved the limit for a round (see the package doc)
+	History   []CapacityChange
+}
+
+// adaptive is the controller's state. cfg's Min and Max change only under
+// Scheduler.mu (SetAdaptiveBounds); every other field is guarded by it too.
+//
+// Invariants: cfg.Min <= limit <= cfg.Max; Scheduler.cfg.Capacity ==
+// seatsOf(limit); hist[(histAt+i) % CapacityHistory] for i < histN are
+// the last histN changes, oldest first.
+type adaptive struct {
+	cfg      AdaptiveConfig
+	limit    float64
+	short    float64 // EMA of sample inflation over about one round (limit samples)
+	baseline float64 // EMA of the inflation of samples at or below their reference's load
+	samples  uint64
+	weak     uint64
+	// lowered is set when the limit went below the seats in use (running
+	// work is never pre-empted); the test-only invariant checks then allow
+	// the excess.
+	lowered bool
+	changes [len(capacityReasons)]uint64 // by reason, for the metric
+
+	// A probe: sinceProbe counts the rounds since the last one (a used
+	// sample adds 1/limit), probeEvery the rounds between two, mark the
+	// limit when the last one started (or since which it fell by a
+	// fifth); while probing, saved is the limit to restore and probeLeft
+	// the samples of jobs admitted under the probe's limit still to come.
+	sinceProbe float64
+	probeEvery float64
+	mark       float64
+	probing    bool
+	saved      float64
+	probeLeft  int
+
+	hist          [CapacityHistory]capacityChange
+	histAt, histN int
+
+	// Queue-delay shedding (CoDel): the smallest wait of the foreground
+	// admissions since intervalStart, and whether the last full interval
+	// stayed above the target.
+	intervalStart int64
+	minWait       time.Duration
+	admitted      bool
+	shedding      bool
+}
+
+type capacityChange struct {
+	at            int64
+	previous, now int
+	reason        CapacityReason
+}
+
+func newAdaptive(c AdaptiveConfig) *adaptive {
+	l := float64(c.Initial)
+	return &adaptive{cfg: c, limit: l, short: 1, baseline: 1, probeEvery: minProbeEvery, mark: l}
+}
+
+// seatsOf is a limit rounded to whole seats, within the bounds.
+func (a *adaptive) seatsOf(limit float64) int {
+	return min(a.cfg.Max, max(a.cfg.Min, int(math.Round(limit))))
+}
+
+// sampleLocked feeds the controller the completion of j, which held its
+// seat for observed seconds, and updates j's reference. Called from
+// finishLocked for completions that count (not a seat handed back), before
+// the cost estimate learns observed. It may change s.cfg.Capacity; the
+// caller dispatches afterwards.
+//
+// The inflation of a job is observed / reference, its reference being the
+// seat time of its (type, job ID) at the lowest load seen (costEntry.ref).
+func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) {
+	a := s.adaptive
+	e := j.cost
+	if e != nil && (e.ref <= 0 || sinceNs(now, e.at) > s.cfg.CostTTL) {
+		e.ref = 0 // expired with its estimate: taken again below
+	}
+	used := s.queued > 0 || float64(s.inUse+1) >= a.cfg.UsedFraction*float64(s.cfg.Capacity)
+	if e == nil || e.ref == 0 {
+		a.weak++
+	} else {
+		a.samples++
+		x := observed / e.ref
+		if j.load <= e.refLoad {
+			a.baseline += baselineAlpha * (x - a.baseline)
+		}
+		n := max(a.limit, 1)
+		a.short += 2 / (n + 1) * (x - a.short)
+		s.stepLocked(used, j.load, now)
+	}
+	if e != nil {
+		e.updateRef(observed, j.load, s.cfg.CostAlpha)
+	}
+}
+
+// baselineAlpha is the weight of one sample in the noise baseline.
+const baselineAlpha = 0.05
+
+// updateRef folds an observation made at load into the reference: one at a
+// lower load replaces it, one at the same load moves it by the cost EMA's
+// alpha, one at a higher load leaves it (congestion, not the job, may have
+// made it slower).
+func (e *costEntry) updateRef(observed float64, load int32, alpha float64) {
+	switch {
+	case e.ref == 0 || load < e.refLoad:
+		e.ref, e.refLoad = observed, load
+	case load == e.refLoad:
+		e.ref += alpha * (observed - e.ref)
+	}
+}
+
+// stepLocked moves the limit by one sample's share of a round, or runs a
+// probe; load is the sample's seats in use at its admission.
+//
+//	gradient = clamp(Tolerance · baseline / short, 0.5, 1)
+//	target   = limit · gradient            if gradient < 1
+//	         = limit + Headroom·sqrt(limit) otherwise
+//	limit   += Smoothing / limit · (target - limit)
+//
+// A round is about limit samples, so one round moves the limit by
+// Smoothing of the way to target. An increase needs the seats to have been
+// used (used) and no pressure.
+func (s *Scheduler) stepLocked(used bool, load int32, now int64) {
+	a := s.adaptive
+	if a.probing {
+		if load <= int32(s.cfg.Capacity) { // admitted under the probe's limit
+			a.probeLeft--
+		}
+		if a.probeLeft <= 0 {
+			a.probing = false
+			s.setLimitLocked(a.saved, CapacityProbe, now)
+		}
+		return
+	}
+	if used {
+		a.sinceProbe += 1 / max(a.limit, 1)
+	}
+	if a.sinceProbe >= a.probeEvery {
+		if a.limit >= fellBy*a.mark { // it held since the last probe: probe half as often
+			a.probeEvery = min(2*a.probeEvery, float64(a.cfg.ProbeInterval))
+		}
+		a.sinceProbe, a.probing, a.saved, a.mark = 0, true, a.limit, a.limit
+		s.setLimitLocked(a.limit*probeDepth, CapacityProbe, now)
+		a.probeLeft = s.cfg.Capacity
+		return
+	}
+	g := min(1, max(0.5, a.cfg.Tolerance*a.baseline/a.short))
+	target := a.limit * g
+	if g == 1 {
+		if !used || s.pressure != nil && s.pressure.value >= 1 {
+			return
+		}
+		target += a.cfg.Headroom * math.Sqrt(a.limit)
+	}
+	reason := CapacityIncrease
+	if target < a.limit {
+		reason = CapacityDecrease
+	}
+	s.setLimitLocked(a.limit+a.cfg.Smoothing/max(a.limit, 1)*(target-a.limit), reason, now)
+	if a.limit < fellBy*a.mark {
+		// The limit fell by a fifth: the references it stopped at may have
+		// been taken under congestion, so probe again soon.
+		a.probeEvery, a.mark = minProbeEvery, a.limit
+	}
+}
+
+// A probe sets the limit to probeDepth of itself for one round of the jobs
+// it admits. Probes come every minProbeEvery rounds after the limit fell by
+// more than 1-fellBy, and half as often after each probe it held through,
+// up to AdaptiveConfig.ProbeInterval rounds.
+const (
+	probeDepth    = 0.5
+	minProbeEvery = 5
+	fellBy        = 0.8
+)
+
+// pressureReadLocked is called at each reading of the pressure source.
+func (s *Scheduler) pressureReadLocked(p float64, now int64) {
+	if a := s.adaptive; a != nil && p >= 1 {
+		a.saved *= a.cfg.PressureBackoff // (a probe restores the lowered limit)
+		s.setLimitLocked(a.limit*a.cfg.PressureBackoff, CapacityPressure, now)
+	}
+}
+
+// setLimitLocked sets the limit, clamped to the bounds, and the capacity
+// with it, recording a change of the capacity.
+func (s *Scheduler) setLimitLocked(limit float64, reason CapacityReason, now int64) {
+	a := s.adaptive
+	a.limit = min(float64(a.cfg.Max), max(float64(a.cfg.Min), limit))
+	prev, n := s.cfg.Capacity, a.seatsOf(a.limit)
+	if n == prev {
+		return
+	}
+	s.cfg.Capacity = n
+	if s.inUse > n {
+		a.lowered = true
+	}
+	for i, r := range capacityReasons {
+		if r == reason {
+			a.changes[i]++
+		}
+	}
+	i := (a.histAt + a.histN) % CapacityHistory
+	if a.histN == CapacityHistory {
+		a.histAt = (a.histAt + 1) % CapacityHistory
+	} else {
+		a.histN++
+	}
+	a.hist[i] = capacityChange{at: now, previous: prev, now: n, reason: reason}
+	s.emitCapacityLocked(prev, n, reason, now)
+}
+
+// SetAdaptiveBounds changes the bounds of adaptive capacity (Min and Max of
+// Config.Adaptive): 1 <= min <= max, and min at least the configured keys'
+// MinSeats. A limit outside the new bounds moves to the nearest one (reason
+// CapacityOperator) and dispatch runs; lowering it pre-empts nothing. It
+// returns an error wrapping ErrInvalidConfig for bad bounds, or when the
+// capacity is not adaptive.
+func (s *Scheduler) SetAdaptiveBounds(minSeats, maxSeats int) error {
+	return s.reconfigure(func(now int64) error {
+		a := s.adaptive
+		switch {
+		case a == nil:
+			return fmt.Errorf("%w: SetAdaptiveBounds: the capacity is fixed (Config.Adaptive is nil); use SetCapacity", ErrInvalidConfig)
+		case minSeats < 1 || maxSeats < minSeats:
+			return fmt.Errorf("%w: SetAdaptiveBounds(%d, %d): want 1 <= min <= max", ErrInvalidConfig, minSeats, maxSeats)
+		}
+		if sum := s.minSeatsLocked(""); sum > minSeats || s.cfg.DefaultKey.MinSeats > minSeats {
+			return fmt.Errorf("%w: SetAdaptiveBounds(%d, %d): min below the configured MinSeats (keys sum to %d, DefaultKey %d)",
+				ErrInvalidConfig, minSeats, maxSeats, sum, s.cfg.DefaultKey.MinSeats)
+		}
+		a.cfg.Min, a.cfg.Max = minSeats, maxSeats
+		s.setLimitLocked(a.limit, CapacityOperator, now)
+		return nil
+	})
+}
+
+// minCapacityLocked is the least the capacity can be: Min when adaptive.
+// Keys' MinSeats must fit in it.
+func (s *Scheduler) minCapacityLocked() int {
+	if s.adaptive != nil {
+		return s.adaptive.cfg.Min
+	}
+	return s.cfg.Capacity
+}
+
+// ---- queue-delay shedding ----
+
+// admittedAfterLocked records the wait of a foreground job just admitted
+// (seatLocked), for queue-delay shedding.
+func (s *Scheduler) admittedAfterLocked(wait time.Duration, now int64) {
+	a := s.adaptive
+	s.rollIntervalLocked(now)
+	if !a.admitted || wait < a.minWait {
+		a.minWait = wait
+	}
+	a.admitted = true
+}
+
+// rollIntervalLocked closes the interval if it is over: shedding is on
+// from then when every foreground job admitted during it had waited more
+// than the target, off when one had not; an interval without admissions
+// leaves it as it was.
+func (s *Scheduler) rollIntervalLocked(now int64) {
+	a := s.adaptive
+	if sinceNs(now, a.intervalStart) < a.cfg.QueueDelayInterval {
+		return
+	}
+	if a.admitted {
+		a.shedding = a.minWait > a.cfg.QueueDelayTarget
+	}
+	a.intervalStart, a.admitted = now, false
+}
+
+// shedsLocked reports whether queue-delay shedding refuses a new
+// foreground arrival of key k (nil: a key with nothing queued or running):
+// while a standing queue stands (shedding and something queued), the
+// arrivals of keys that hold at least their share are refused; lighter
+// keys still get in.
+func (s *Scheduler) shedsLocked(k *keyState, now int64) bool {
+	a := s.adaptive
+	if a == nil || a.cfg.QueueDelayTarget == 0 || k == nil || s.queued == 0 {
+		return false
+	}
+	s.rollIntervalLocked(now)
+	return a.shedding && s.holdsShareLocked(k)
+}
+
+// shedQueuedLocked reports whether queue-delay shedding refuses j, the
+// next queued job dispatch would consider (CoDel drops at the head of its
+// queue): a foreground job that has waited more than the target, of a key
+// holding at least its share, while shedding. Refusing the backlog that
+// formed before shedding began is what makes a standing queue go, rather
+// than drain at the server's pace.
+func (s *Scheduler) shedQueuedLocked(j *job, now int64) bool {
+	a := s.adaptive
+	if a.cfg.QueueDelayTarget == 0 || !j.foreground {
+		return false
+	}
+	s.rollIntervalLocked(now)
+	return a.shedding && sinceNs(now, j.enqueued) > a.cfg.QueueDelayTarget && s.holdsShareLocked(j.key)
+}
+
+// holdsShareLocked reports whether key k holds (queued + running) at
+// least its weighted share of all that is queued and running.
+func (s *Scheduler) holdsShareLocked(k *keyState) bool {
+	if s.obs.activeW <= 0 {
+		return false
+	}
+	held := float64(k.queued + k.running)
+	return held > 0 && held >= float64(s.queued+s.inUse)*k.w/s.obs.activeW
+}
+
+// ---- observability ----
+
+// snapshotLocked is the controller's part of a Snapshot.
+func (a *adaptive) snapshotLocked(s *Scheduler) *AdaptiveSnapshot {
+	snap := &AdaptiveSnapshot{Limit: a.limit, Min: a.cfg.Min, Max: a.cfg.Max, Inflation: a.short, Baseline: a.baseline,
+		Samples: a.samples, Weak: a.weak, Shedding: a.shedding && s.queued > 0, Probing: a.probing,
+		History: make([]CapacityChange, 0, a.histN)}
+	for i := range a.histN {
+		c := a.hist[(a.histAt+i)%CapacityHistory]
+		snap.History = append(snap.History, CapacityChange{Time: s.timeAt(c.at), Previous: c.previous, New: c.now, Reason: c.reason})
+	}
+	return snap
+}
+
+// emitCapacityLocked reports a change of the capacity.
+func (s *Scheduler) emitCapacityLocked(prev, n int, reason CapacityReason, now int64) {
+	if s.obs.events.handler == nil {
+		return
+	}
+	s.emitLocked(Event{Kind: EventCapacityChanged, Time: s.timeAt(now), Previous: float64(prev), New: float64(n), CapacityReason: reason})
+}

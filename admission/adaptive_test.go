@@ -1,0 +1,371 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestAdaptiveConfigErrors: every invalid AdaptiveConfig is refused by New
+// with an error that wraps ErrInvalidConfig and names the field.
+func TestAdaptiveConfigErrors(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		field string
+	}{
+		{"min below 1", Config{Adaptive: &AdaptiveConfig{Min: -1, Max: 4}}, "Adaptive.Min"},
+		{"max below min", Config{Adaptive: &AdaptiveConfig{Min: 4, Max: 3}}, "Adaptive.Max"},
+		{"max missing", Config{Adaptive: &AdaptiveConfig{}}, "Adaptive.Max"},
+		{"initial above max", Config{Adaptive: &AdaptiveConfig{Max: 4, Initial: 5}}, "Adaptive.Initial"},
+		{"initial below min", Config{Adaptive: &AdaptiveConfig{Min: 2, Max: 4, Initial: 1}}, "Adaptive.Initial"},
+		{"capacity outside bounds", Config{Capacity: 9, Adaptive: &AdaptiveConfig{Max: 4}}, "Adaptive.Initial"},
+		{"capacity and initial differ", Config{Capacity: 3, Adaptive: &AdaptiveConfig{Max: 4, Initial: 2}}, "Capacity (3) and Adaptive.Initial (2)"},
+		{"negative capacity", Config{Capacity: -1, Adaptive: &AdaptiveConfig{Max: 4}}, "Capacity"},
+		{"tolerance NaN", Config{Adaptive: &AdaptiveConfig{Max: 4, Tolerance: nan}}, "Adaptive.Tolerance"},
+		{"tolerance below 1", Config{Adaptive: &AdaptiveConfig{Max: 4, Tolerance: 0.9}}, "Adaptive.Tolerance"},
+		{"tolerance infinite", Config{Adaptive: &AdaptiveConfig{Max: 4, Tolerance: math.Inf(1)}}, "Adaptive.Tolerance"},
+		{"headroom negative", Config{Adaptive: &AdaptiveConfig{Max: 4, Headroom: -1}}, "Adaptive.Headroom"},
+		{"smoothing above 1", Config{Adaptive: &AdaptiveConfig{Max: 4, Smoothing: 1.5}}, "Adaptive.Smoothing"},
+		{"used fraction NaN", Config{Adaptive: &AdaptiveConfig{Max: 4, UsedFraction: nan}}, "Adaptive.UsedFraction"},
+		{"pressure backoff 1", Config{Adaptive: &AdaptiveConfig{Max: 4, PressureBackoff: 1}}, "Adaptive.PressureBackoff"},
+		{"probe interval negative", Config{Adaptive: &AdaptiveConfig{Max: 4, ProbeInterval: -1}}, "Adaptive.ProbeInterval"},
+		{"probe interval too small", Config{Adaptive: &AdaptiveConfig{Max: 4, ProbeInterval: 2}}, "Adaptive.ProbeInterval"},
+		{"queue delay target negative", Config{Adaptive: &AdaptiveConfig{Max: 4, QueueDelayTarget: -1}}, "Adaptive.QueueDelayTarget"},
+		{"queue delay interval negative", Config{Adaptive: &AdaptiveConfig{Max: 4, QueueDelayInterval: -1}}, "Adaptive.QueueDelayInterval"},
+		{"min seats above min", Config{Adaptive: &AdaptiveConfig{Min: 2, Max: 8}, Keys: map[string]KeyPolicy{"a": {MinSeats: 3}}}, `Keys["a"].MinSeats`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.cfg)
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("New(%+v) = %v, want ErrInvalidConfig naming %q", *tc.cfg.Adaptive, err, tc.field)
+			}
+		})
+	}
+}
+
+// TestAdaptiveConfigDefaults: zero fields take their documented defaults,
+// and Config.Capacity is the initial limit.
+func TestAdaptiveConfigDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		capacity int
+		initial  int // want
+	}{
+		{"no capacity: starts at Min", 0, 1},
+		{"capacity: starts there", 5, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(Config{Capacity: tc.capacity, Adaptive: &AdaptiveConfig{Max: 10}})
+			must(t, err)
+			want := AdaptiveConfig{Min: 1, Max: 10, Initial: tc.initial, Tolerance: DefaultAdaptiveTolerance,
+				Headroom: DefaultAdaptiveHeadroom, Smoothing: DefaultAdaptiveSmoothing, UsedFraction: DefaultAdaptiveUsedFraction,
+				PressureBackoff: DefaultAdaptivePressureBackoff, ProbeInterval: DefaultAdaptiveProbeInterval,
+				QueueDelayInterval: DefaultQueueDelayInterval}
+			if d := cmp.Diff(want, s.adaptive.cfg); d != "" {
+				t.Errorf("AdaptiveConfig after defaults (-want +got):\n%s", d)
+			}
+			if snap := s.Snapshot(); snap.Capacity != tc.initial || snap.Adaptive == nil || snap.Adaptive.Limit != float64(tc.initial) {
+				t.Errorf("Snapshot: capacity %d, adaptive %+v; want %d", snap.Capacity, snap.Adaptive, tc.initial)
+			}
+		})
+	}
+}
+
+// TestAdaptiveOperator: SetCapacity is refused while the capacity is
+// adaptive; SetAdaptiveBounds moves the bounds, clamps the limit into them
+// and reports the change.
+func TestAdaptiveOperator(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := &eventLog{}
+		s, err := New(Config{Adaptive: &AdaptiveConfig{Min: 2, Max: 16, Initial: 8}, Keys: map[string]KeyPolicy{"a": {MinSeats: 2}}},
+			WithEventHandler(log.handle))
+		must(t, err)
+		defer s.Close(context.Background())
+		if err := s.SetCapacity(4); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "SetAdaptiveBounds") {
+			t.Errorf("SetCapacity while adaptive = %v, want ErrInvalidConfig pointing to SetAdaptiveBounds", err)
+		}
+		for _, b := range [][2]int{{0, 4}, {5, 4}, {1, 4}} { // the last is below the keys' MinSeats
+			if err := s.SetAdaptiveBounds(b[0], b[1]); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("SetAdaptiveBounds(%d, %d) = %v, want ErrInvalidConfig", b[0], b[1], err)
+			}
+		}
+		if err := s.SetKeyPolicy("b", KeyPolicy{MinSeats: 1}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("SetKeyPolicy with MinSeats summing above Min = %v, want ErrInvalidConfig", err)
+		}
+		if c := s.Snapshot().Capacity; c != 8 {
+			t.Fatalf("capacity %d after refused calls, want 8", c)
+		}
+		must(t, s.SetAdaptiveBounds(2, 3))
+		must(t, s.SetAdaptiveBounds(5, 6))
+		must(t, s.SetAdaptiveBounds(2, 6)) // the limit is within: no change
+		checkInvariants(t, s)
+		snap := s.Snapshot()
+		var got []CapacityChange
+		for _, c := range snap.Adaptive.History {
+			got = append(got, CapacityChange{Previous: c.Previous, New: c.New, Reason: c.Reason})
+		}
+		want := []CapacityChange{{Previous: 8, New: 3, Reason: CapacityOperator}, {Previous: 3, New: 5, Reason: CapacityOperator}}
+		if d := cmp.Diff(want, got); d != "" || snap.Capacity != 5 || snap.Adaptive.Min != 2 || snap.Adaptive.Max != 6 {
+			t.Errorf("after SetAdaptiveBounds: capacity %d, bounds [%d, %d], history (-want +got):\n%s",
+				snap.Capacity, snap.Adaptive.Min, snap.Adaptive.Max, d)
+		}
+		var evs []CapacityChange
+		for _, e := range log.take() {
+			if e.Kind == EventCapacityChanged {
+				evs = append(evs, CapacityChange{Previous: int(e.Previous), New: int(e.New), Reason: e.CapacityReason})
+			}
+		}
+		if d := cmp.Diff(want, evs); d != "" {
+			t.Errorf("EventCapacityChanged (-want +got):\n%s", d)
+		}
+
+		fixed, err := New(Config{Capacity: 2})
+		must(t, err)
+		if err := fixed.SetAdaptiveBounds(1, 2); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("SetAdaptiveBounds on a fixed capacity = %v, want ErrInvalidConfig", err)
+		}
+		if fixed.Snapshot().Adaptive != nil {
+			t.Error("a fixed capacity has an AdaptiveSnapshot")
+		}
+	})
+}
+
+// TestAdaptiveHistoryBounded: the Snapshot keeps the last CapacityHistory
+// changes, oldest first.
+func TestAdaptiveHistoryBounded(t *testing.T) {
+	s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 100, Initial: 50}})
+	must(t, err)
+	for i := range 2*CapacityHistory + 3 {
+		must(t, s.SetAdaptiveBounds(10+i, 10+i)) // pins the limit at 10+i: one change each
+	}
+	checkInvariants(t, s)
+	h := s.Snapshot().Adaptive.History
+	if len(h) != CapacityHistory {
+		t.Fatalf("%d changes kept, want %d", len(h), CapacityHistory)
+	}
+	last := h[len(h)-1]
+	if last.New != 10+2*CapacityHistory+2 || h[0].New != 10+CapacityHistory+3 {
+		t.Errorf("oldest change kept %+v, newest %+v; want the last %d, to %d and %d", h[0], last, CapacityHistory,
+			10+CapacityHistory+3, 10+2*CapacityHistory+2)
+	}
+	for i := 1; i < len(h); i++ {
+		if h[i].Previous != h[i-1].New {
+			t.Fatalf("history not in order at %d: %+v then %+v", i, h[i-1], h[i])
+		}
+	}
+}
+
+// TestUpdateRef: a reference is replaced by an observation at a lower
+// load, moved by the cost EMA's alpha at the same load, and left alone at
+// a higher load (where congestion may explain the longer time).
+func TestUpdateRef(t *testing.T) {
+	e := &costEntry{}
+	for _, st := range []struct {
+		obs     float64
+		load    int32
+		ref     float64
+		refLoad int32
+	}{
+		{2, 8, 2, 8},    // first: taken
+		{4, 8, 2.6, 8},  // same load: moved by 0.3
+		{10, 9, 2.6, 8}, // higher load: kept
+		{1, 12, 2.6, 8}, // higher load, even when faster: kept
+		{3, 4, 3, 4},    // lower load: replaced, even when slower
+		{2, 4, 2.7, 4},  // same load again
+	} {
+		e.updateRef(st.obs, st.load, 0.3)
+		if math.Abs(e.ref-st.ref) > 1e-9 || e.refLoad != st.refLoad {
+			t.Fatalf("after %v s at load %d: ref %v at %d, want %v at %d", st.obs, st.load, e.ref, e.refLoad, st.ref, st.refLoad)
+		}
+	}
+}
+
+// TestAdaptiveSamples: a job of a (type, job ID) without a reference is no
+// sample (weak), the next one is; a seat handed back by a waiter that gave
+// up is neither.
+func TestAdaptiveSamples(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 8, Initial: 4}})
+		must(t, err)
+		defer s.Close(context.Background())
+		must(t, s.RegisterType("t", JobTypeConfig{Priority: 10}))
+		ctx := context.Background()
+		run := func(id string, d time.Duration) {
+			p, err := s.Acquire(ctx, Request{Type: "t", JobID: id, FairnessKey: "k"})
+			must(t, err)
+			time.Sleep(d)
+			p.Release()
+		}
+		state := func() [2]uint64 {
+			a := s.Snapshot().Adaptive
+			return [2]uint64{a.Samples, a.Weak}
+		}
+		for _, st := range []struct {
+			step string
+			do   func()
+			want [2]uint64 // samples, weak
+		}{
+			{"first of r1: no reference", func() { run("r1", time.Second) }, [2]uint64{0, 1}},
+			{"second of r1: a sample", func() { run("r1", time.Second) }, [2]uint64{1, 1}},
+			{"first of r2: no reference", func() { run("r2", time.Second) }, [2]uint64{1, 2}},
+			{"seat handed back: nothing", func() {
+				p, err := s.Acquire(ctx, Request{Type: "t", JobID: "r1", FairnessKey: "k"})
+				must(t, err)
+				time.Sleep(time.Second)
+				if _, err := s.abandon(p.j, context.Canceled, false); err != context.Canceled {
+					t.Fatalf("abandon = %v", err)
+				}
+			}, [2]uint64{1, 2}},
+		} {
+			st.do()
+			checkInvariants(t, s)
+			if got := state(); got != st.want {
+				t.Fatalf("%s: samples, weak = %v, want %v", st.step, got, st.want)
+			}
+		}
+	})
+}
+
+// TestAdaptivePressure: each reading of the pressure source at 1 or more
+// multiplies the limit by PressureBackoff, and the limit does not grow
+// meanwhile.
+func TestAdaptivePressure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		pressure := 1.0
+		src := PressureFunc(func() float64 { mu.Lock(); defer mu.Unlock(); return pressure })
+		s, err := New(Config{
+			Adaptive: &AdaptiveConfig{Max: 20, Initial: 10},
+			Pressure: &PressureConfig{Source: src, Threshold: 1, Interval: 100 * time.Millisecond},
+		})
+		must(t, err)
+		defer s.Close(context.Background())
+		must(t, s.RegisterType("t", JobTypeConfig{Priority: 10}))
+		tick := func() {
+			p, err := s.Acquire(context.Background(), Request{Type: "t", JobID: "x"})
+			must(t, err)
+			time.Sleep(100 * time.Millisecond)
+			p.Release()
+		}
+		for range 3 {
+			tick()
+		}
+		snap := s.Snapshot()
+		if want := 10 * 0.9 * 0.9 * 0.9; math.Abs(snap.Adaptive.Limit-want) > 1e-9 || snap.Capacity != 7 {
+			t.Fatalf("after 3 readings at 1: limit %v (capacity %d), want %v", snap.Adaptive.Limit, snap.Capacity, want)
+		}
+		for _, c := range snap.Adaptive.History {
+			if c.Reason != CapacityPressure {
+				t.Errorf("change %+v, want reason %q", c, CapacityPressure)
+			}
+		}
+		mu.Lock()
+		pressure = 0.5
+		mu.Unlock()
+		tick()
+		if l := s.Snapshot().Adaptive.Limit; l < snap.Adaptive.Limit {
+			t.Errorf("limit fell to %v at pressure 0.5", l)
+		}
+	})
+}
+
+// TestAdaptiveShedding: once the foreground requests admitted over an
+// interval all waited more than QueueDelayTarget, the key holding the most
+// is refused with ErrOverloaded (PerKey false): its new arrivals at once,
+// its queued requests that waited past the target when they reach the head.
+// A light key is neither.
+func TestAdaptiveShedding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 1, QueueDelayTarget: 10 * time.Millisecond}})
+		must(t, err)
+		defer s.Close(context.Background())
+		must(t, s.RegisterType("t", JobTypeConfig{Priority: 10}))
+		ctx := context.Background()
+		type result struct {
+			key string
+			p   *Permit
+			err error
+		}
+		results := make(chan result, 10)
+		acquire := func(key string) {
+			go func() {
+				p, err := s.Acquire(ctx, Request{Type: "t", JobID: key, FairnessKey: key})
+				results <- result{key, p, err}
+			}()
+			synctest.Wait()
+		}
+		next := func() result {
+			synctest.Wait()
+			select {
+			case r := <-results:
+				return r
+			default:
+				t.Fatal("no request ended")
+				return result{}
+			}
+		}
+		acquire("heavy") // runs
+		first := next()
+		for range 3 {
+			acquire("heavy") // queued
+		}
+		time.Sleep(200 * time.Millisecond)
+		first.p.Release() // the next heavy request waited 200ms: the interval is over the target
+		second := next()
+		if second.err != nil {
+			t.Fatalf("second heavy request: %v", second.err)
+		}
+		if s.Snapshot().Adaptive.Shedding {
+			t.Fatal("shedding before the interval ended")
+		}
+		time.Sleep(DefaultQueueDelayInterval)
+		acquire("heavy")
+		r := next()
+		var rej *RejectedError
+		if !errors.As(r.err, &rej) || rej.Reason != ErrOverloaded || rej.PerKey || rej.RetryAfter <= 0 {
+			t.Fatalf("heavy arrival while shedding: %v, want a server-scope ErrOverloaded with a retry hint", r.err)
+		}
+		if !s.Snapshot().Adaptive.Shedding {
+			t.Error("Snapshot does not say it is shedding")
+		}
+		acquire("light") // below its share: queued
+		select {
+		case r := <-results:
+			t.Fatalf("light request ended at arrival: %+v", r)
+		default:
+		}
+		// Light goes first (fairness); when it is done, the two queued heavy
+		// requests, which waited past the target, are refused at the head.
+		second.p.Release()
+		var got []string
+		for range 3 {
+			r := next()
+			switch {
+			case r.err == nil:
+				got = append(got, r.key+" admitted")
+				r.p.Release()
+			case errors.Is(r.err, ErrOverloaded):
+				got = append(got, r.key+" overloaded")
+			default:
+				t.Fatalf("%s: %v", r.key, r.err)
+			}
+		}
+		want := []string{"light admitted", "heavy overloaded", "heavy overloaded"}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("after the release (-want +got):\n%s", d)
+		}
+		if c := s.Snapshot().Counters; c.RejectedOverload != 3 {
+			t.Errorf("RejectedOverload = %d, want 3", c.RejectedOverload)
+		}
+		checkInvariants(t, s)
+	})
+}
