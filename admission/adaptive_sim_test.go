@@ -1,0 +1,415 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Adaptive capacity against a simulated server, under testing/synctest: a
+// job's seat time is base × max(1, running/C), running the jobs the server
+// runs at its start (itself included) and C the server's true capacity.
+// Past C the server does no more work, each job just takes longer: the
+// limit that keeps latency at base and the server busy is C.
+
+// simServer is the simulated server. Safe for concurrent use.
+type simServer struct {
+	mu      sync.Mutex
+	running int
+	c       int // true capacity
+}
+
+func (v *simServer) setCapacity(c int) {
+	v.mu.Lock()
+	v.c = c
+	v.mu.Unlock()
+}
+
+// serve does one job of the given base time and returns its seat time.
+func (v *simServer) serve(base time.Duration) time.Duration {
+	v.mu.Lock()
+	v.running++
+	d := base
+	if v.running > v.c {
+		d = time.Duration(float64(base) * float64(v.running) / float64(v.c))
+	}
+	v.mu.Unlock()
+	time.Sleep(d)
+	v.mu.Lock()
+	v.running--
+	v.mu.Unlock()
+	return d
+}
+
+// simClient is one caller: loops goroutines, each asking for a job, waiting
+// for a seat, doing it and pausing think before the next.
+type simClient struct {
+	key   string
+	loops int
+	think time.Duration
+	// job draws the next job: its ID and base time, elapsed into the run.
+	job func(rng *rand.Rand, elapsed time.Duration) (string, time.Duration)
+}
+
+// simResult is what a run measured.
+type simResult struct {
+	limits []int                      // capacity at each tick
+	probe  []bool                     // whether a probe had halved it then
+	waits  map[string][]time.Duration // per key, of admitted requests, in order of admission
+	done   map[string]int             // jobs completed per key
+	shed   map[string]int             // ErrOverloaded rejections per key
+	work   time.Duration              // base time of all completed jobs
+}
+
+// goodput is the work done per second of d, in seats of base time: at most
+// the true capacity.
+func (r simResult) goodput(d time.Duration) float64 { return r.work.Seconds() / d.Seconds() }
+
+// simTick is how often a run samples the capacity.
+const simTick = 100 * time.Millisecond
+
+// simRun plays clients against v through s for d, calling at(elapsed) at
+// every tick before sampling (to change the server or the load), then
+// closes s. It runs inside a synctest bubble. complete, if not nil, is
+// called after each job with its seat time (a contrast limiter's input).
+func simRun(t *testing.T, s *Scheduler, v *simServer, clients []simClient, d time.Duration,
+	at func(elapsed time.Duration), complete func(seat time.Duration)) simResult {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	start := time.Now()
+	res := simResult{waits: map[string][]time.Duration{}, done: map[string]int{}, shed: map[string]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for ci, c := range clients {
+		for l := range c.loops {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(ci), uint64(l)))
+				for ctx.Err() == nil {
+					id, base := c.job(rng, time.Since(start))
+					asked := time.Now()
+					var seat time.Duration
+					err := s.RunSync(ctx, "job", id, c.key, func(context.Context) error {
+						wait := time.Since(asked)
+						seat = v.serve(base)
+						mu.Lock()
+						res.waits[c.key] = append(res.waits[c.key], wait)
+						res.done[c.key]++
+						res.work += base
+						mu.Unlock()
+						return nil
+					})
+					switch {
+					case err == nil:
+						if complete != nil {
+							complete(seat)
+						}
+					case ctx.Err() != nil:
+						return
+					case isOverloaded(err):
+						mu.Lock()
+						res.shed[c.key]++
+						mu.Unlock()
+						time.Sleep(10 * time.Millisecond) // a client backs off before retrying
+						continue
+					default:
+						t.Errorf("RunSync: %v", err)
+						return
+					}
+					if c.think > 0 {
+						time.Sleep(c.think)
+					}
+				}
+			})
+		}
+	}
+	for el := simTick; el <= d; el += simTick {
+		time.Sleep(simTick)
+		if at != nil {
+			at(el)
+		}
+		snap := s.Snapshot()
+		res.limits = append(res.limits, snap.Capacity)
+		res.probe = append(res.probe, snap.Adaptive != nil && snap.Adaptive.Probing)
+	}
+	cancel()
+	wg.Wait()
+	must(t, s.Close(context.Background()))
+	return res
+}
+
+func isOverloaded(err error) bool {
+	rej, ok := err.(*RejectedError)
+	return ok && rej.Reason == ErrOverloaded && !rej.PerKey
+}
+
+// simScheduler is an adaptive scheduler with one job type, "job", of
+// foreground priority, whose tier cap is lifted to Max.
+func simScheduler(t *testing.T, a AdaptiveConfig, opts ...Option) *Scheduler {
+	t.Helper()
+	s, err := New(Config{Adaptive: &a, TierLimits: map[Priority]int{PriorityForeground: a.Max}}, opts...)
+	must(t, err)
+	must(t, s.RegisterType("job", JobTypeConfig{Priority: PriorityForeground, NoAging: true, DefaultCost: 50 * time.Millisecond}))
+	return s
+}
+
+// simRepos draws a job from 100 repositories: 20 heavy ones (base
+// heavyBase), chosen with probability heavy(elapsed), and 80 light ones
+// (base 30 ms to 70 ms by repository).
+func simRepos(heavyBase time.Duration, heavy func(time.Duration) float64) func(*rand.Rand, time.Duration) (string, time.Duration) {
+	return func(rng *rand.Rand, el time.Duration) (string, time.Duration) {
+		if rng.Float64() < heavy(el) {
+			return fmt.Sprintf("heavy-%d", rng.IntN(20)), heavyBase
+		}
+		i := rng.IntN(80)
+		return fmt.Sprintf("light-%d", i), 30*time.Millisecond + time.Duration(i%5)*10*time.Millisecond
+	}
+}
+
+func constant(f float64) func(time.Duration) float64 { return func(time.Duration) float64 { return f } }
+
+// settling returns the first tick from which every later limit in [from,
+// to) is within ±tol of c (-1: never), and the smallest and largest limit
+// from then on. Ticks inside a probe are left out: a probe halves the limit
+// on purpose, for a round.
+func (r simResult) settling(from, to, c int, tol float64) (at int, lo, hi int) {
+	at, lo, hi = -1, math.MaxInt, 0
+	for i := to - 1; i >= from; i-- {
+		if r.probe[i] {
+			continue
+		}
+		if math.Abs(float64(r.limits[i]-c)) > tol*float64(c) {
+			break
+		}
+		at, lo, hi = i, min(lo, r.limits[i]), max(hi, r.limits[i])
+	}
+	return at, lo, hi
+}
+
+func tickTime(i int) time.Duration { return time.Duration(i+1) * simTick }
+
+// TestAdaptiveSettles: from far above (4·C) and from the floor (Min), the
+// limit settles within ±25% of the true capacity and stays there under a
+// steady saturating load.
+func TestAdaptiveSettles(t *testing.T) {
+	const c = 16
+	for _, initial := range []int{4 * c, 1} {
+		t.Run(fmt.Sprintf("initial=%d", initial), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: initial})
+				v := &simServer{c: c}
+				load := []simClient{{key: "a", loops: 6 * c, job: simRepos(200*time.Millisecond, constant(0.1))}}
+				const d = 40 * time.Second
+				res := simRun(t, s, v, load, d, nil, nil)
+				at, lo, hi := res.settling(0, len(res.limits), c, 0.25)
+				t.Logf("C=%d from %d: settled at %v, then limit in [%d, %d] out of probes; goodput %.2f of %d; limits every second: %v",
+					c, initial, tickTime(at), lo, hi, res.goodput(d), c, everySecond(res.limits))
+				if at < 0 || tickTime(at) > 15*time.Second {
+					t.Fatalf("limit not within ±25%% of %d from 15s on: settled at %v; limits every second %v",
+						c, tickTime(at), everySecond(res.limits))
+				}
+			})
+		})
+	}
+}
+
+// everySecond is every tenth limit, for logs.
+func everySecond(limits []int) []int {
+	var out []int
+	for i := 9; i < len(limits); i += 10 {
+		out = append(out, limits[i])
+	}
+	return out
+}
+
+// meanLimit is the mean limit over ticks [from, to), probes left out.
+func (r simResult) meanLimit(from, to int) float64 {
+	sum, n := 0, 0
+	for i := from; i < to; i++ {
+		if !r.probe[i] {
+			sum += r.limits[i]
+			n++
+		}
+	}
+	return float64(sum) / float64(max(n, 1))
+}
+
+func tick(d time.Duration) int { return int(d / simTick) }
+
+// TestAdaptiveFollowsCapacity: the true capacity halves mid-run (a slow
+// disk) and comes back; the limit follows it down and back up.
+func TestAdaptiveFollowsCapacity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const c = 32
+		s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: c})
+		v := &simServer{c: c}
+		load := []simClient{{key: "a", loops: 6 * c, job: simRepos(200*time.Millisecond, constant(0.1))}}
+		const drop, back, d = 20 * time.Second, 40 * time.Second, 60 * time.Second
+		res := simRun(t, s, v, load, d, func(el time.Duration) {
+			switch el {
+			case drop:
+				v.setCapacity(c / 2)
+			case back:
+				v.setCapacity(c)
+			}
+		}, nil)
+		down, dlo, dhi := res.settling(tick(drop), tick(back), c/2, 0.25)
+		up, ulo, uhi := res.settling(tick(back), len(res.limits), c, 0.25)
+		t.Logf("C %d -> %d at %v: within ±25%% after %v, then [%d, %d]; C -> %d at %v: within ±25%% after %v, then [%d, %d]; limits every second %v",
+			c, c/2, drop, tickTime(down)-drop, dlo, dhi, c, back, tickTime(up)-back, ulo, uhi, everySecond(res.limits))
+		if down < 0 || tickTime(down)-drop > 10*time.Second {
+			t.Errorf("limit did not follow the capacity down to %d within 10s: %v", c/2, everySecond(res.limits))
+		}
+		if up < 0 || tickTime(up)-back > 10*time.Second {
+			t.Errorf("limit did not follow the capacity back up to %d within 10s: %v", c, everySecond(res.limits))
+		}
+	})
+}
+
+// rawGradient is the contrast of TestAdaptiveMixShift: a gradient on raw
+// seat time, the signal of Gradient2 and the other peers, written as
+// Gradient2 computes it with its defaults: per sample,
+//
+//	long  = EMA of the seat time over 600 samples
+//	g     = clamp(1.5 · long / sample, 0.5, 1)
+//	limit = 0.8·limit + 0.2·(limit·g + sqrt(limit))
+//
+// It sets the capacity of a fixed-capacity scheduler. Safe for concurrent
+// use.
+type rawGradient struct {
+	s           *Scheduler
+	mu          sync.Mutex
+	limit, long float64
+	n           int
+}
+
+func (g *rawGradient) sample(seat time.Duration) {
+	x := seat.Seconds()
+	g.mu.Lock()
+	if g.n == 0 {
+		g.long = x
+	}
+	g.n++
+	g.long += (x - g.long) / 600
+	grad := min(1, max(0.5, 1.5*g.long/x))
+	g.limit = min(128, max(1, 0.8*g.limit+0.2*(g.limit*grad+math.Sqrt(g.limit))))
+	n := int(math.Round(g.limit))
+	g.mu.Unlock()
+	if err := g.s.SetCapacity(n); err != nil {
+		panic(err)
+	}
+}
+
+// TestAdaptiveMixShift: at constant true capacity the share of heavy jobs
+// (6 times the seat time of a light one) goes from 10% to 90%. Each job is
+// judged against its own reference, so the limit stays; a raw-latency
+// gradient in the same test reads the heavier mix as congestion and
+// collapses.
+func TestAdaptiveMixShift(t *testing.T) {
+	const c, shift, d = 16, 20 * time.Second, 40 * time.Second
+	mix := func(el time.Duration) float64 {
+		if el < shift {
+			return 0.1
+		}
+		return 0.9
+	}
+	load := []simClient{{key: "a", loops: 6 * c, job: simRepos(300*time.Millisecond, mix)}}
+	var ours, raw simResult
+	synctest.Test(t, func(t *testing.T) {
+		s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: c})
+		ours = simRun(t, s, &simServer{c: c}, load, d, nil, nil)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Capacity: c, TierLimits: map[Priority]int{PriorityForeground: 8 * c}})
+		must(t, err)
+		must(t, s.RegisterType("job", JobTypeConfig{Priority: PriorityForeground, NoAging: true, DefaultCost: 50 * time.Millisecond}))
+		g := &rawGradient{s: s, limit: c}
+		raw = simRun(t, s, &simServer{c: c}, load, d, nil, g.sample)
+	})
+	before, after := ours.meanLimit(tick(10*time.Second), tick(shift)), ours.meanLimit(tick(shift), len(ours.limits))
+	rawBefore := raw.meanLimit(tick(10*time.Second), tick(shift))
+	rawLow := slices.Min(raw.limits[tick(shift):tick(shift+5*time.Second)])
+	oursLow := math.MaxInt
+	for i := tick(shift); i < len(ours.limits); i++ {
+		if !ours.probe[i] {
+			oursLow = min(oursLow, ours.limits[i])
+		}
+	}
+	t.Logf("fairseat: mean limit %.1f before the shift, %.1f after, lowest after %d (probes left out); every second %v",
+		before, after, oursLow, everySecond(ours.limits))
+	t.Logf("raw-latency gradient: mean limit %.1f before, lowest in the 5s after %d; every second %v",
+		rawBefore, rawLow, everySecond(raw.limits))
+	if math.Abs(after-before) > 0.2*before || float64(oursLow) < 0.8*before {
+		t.Errorf("fairseat's limit moved by 20%% or more with the mix: mean %.1f -> %.1f, lowest %d", before, after, oursLow)
+	}
+	if float64(rawLow) > 0.6*rawBefore {
+		t.Errorf("the raw-latency contrast did not fall: mean %.1f before, lowest %d after; the test no longer shows the difference", rawBefore, rawLow)
+	}
+}
+
+// TestAdaptiveIdleDoesNotInflate: a server with nothing to do, then one
+// used well below its limit, keeps its limit: the limit grows only while
+// its seats are used.
+func TestAdaptiveIdleDoesNotInflate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const c, initial = 16, 8
+		s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: initial})
+		time.Sleep(10 * time.Second) // idle
+		if snap := s.Snapshot(); snap.Capacity != initial || snap.Adaptive.Samples != 0 {
+			t.Fatalf("idle: capacity %d (want %d), %d samples", snap.Capacity, initial, snap.Adaptive.Samples)
+		}
+		light := []simClient{{key: "a", loops: initial / 2, think: 100 * time.Millisecond, job: simRepos(200*time.Millisecond, constant(0.1))}}
+		res := simRun(t, s, &simServer{c: c}, light, 30*time.Second, nil, nil)
+		if hi := slices.Max(res.limits); hi > initial {
+			t.Errorf("lightly used (%d loops on %d seats): limit grew to %d; every second %v", initial/2, initial, hi, everySecond(res.limits))
+		}
+		t.Logf("lightly used: limit every second %v, %d jobs done", everySecond(res.limits), res.done["a"])
+	})
+}
+
+// TestAdaptiveLightCallerDuringFlood: one caller floods (120 requests
+// outstanding at all times) while the limit comes down from 4·C; a light
+// caller's requests still wait little, since fairness picks them first at
+// the next free seat whatever the limit.
+//
+// With QueueDelayTarget set, the flood is shed and its standing queue goes:
+// its median wait falls below half of what it is without.
+func TestAdaptiveLightCallerDuringFlood(t *testing.T) {
+	floodP50 := map[time.Duration]time.Duration{}
+	for _, target := range []time.Duration{0, 20 * time.Millisecond} {
+		t.Run(fmt.Sprintf("QueueDelayTarget=%v", target), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const c = 16
+				s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: 4 * c, QueueDelayTarget: target})
+				load := []simClient{
+					{key: "flood", loops: 120, job: simRepos(200*time.Millisecond, constant(0.1))},
+					{key: "light", loops: 1, think: 50 * time.Millisecond, job: simRepos(200*time.Millisecond, constant(0.1))},
+				}
+				const d = 20 * time.Second
+				res := simRun(t, s, &simServer{c: c}, load, d, nil, nil)
+				lw, fw := slices.Sorted(slices.Values(res.waits["light"])), slices.Sorted(slices.Values(res.waits["flood"]))
+				p99 := lw[len(lw)*99/100]
+				t.Logf("light: %d done, p50 wait %v, p99 %v; flood: %d done, p50 wait %v, %d shed; goodput %.2f of %d; limit every second %v",
+					len(lw), lw[len(lw)/2], p99, len(fw), fw[len(fw)/2], res.shed["flood"], res.goodput(d), c, everySecond(res.limits))
+				if p99 > 50*time.Millisecond {
+					t.Errorf("light caller's p99 wait %v during the flood, want under 50ms", p99)
+				}
+				if res.shed["light"] > 0 {
+					t.Errorf("light caller shed %d times: shedding must spare keys below their share", res.shed["light"])
+				}
+				if target > 0 && res.shed["flood"] == 0 {
+					t.Errorf("QueueDelayTarget %v: the flood was never shed", target)
+				}
+				floodP50[target] = fw[len(fw)/2]
+			})
+		})
+	}
+	if off, on := floodP50[0], floodP50[20*time.Millisecond]; on > off/2 {
+		t.Errorf("the flood's median wait is %v with queue-delay shedding, %v without: the standing queue stayed", on, off)
+	}
+}
