@@ -1,0 +1,48 @@
+// Package simserver is a simulated server for the tests of adaptive
+// capacity (admission) and its comparison with other limiters
+// (benchmarks/adaptive): a job's seat time is base × max(1, running/C),
+// running the jobs the server runs at its start (itself included) and C
+// its true capacity. Past C the server does no more work, each job just
+// takes longer, so the limit that keeps it busy without adding latency is
+// C. It sleeps: use it under testing/synctest.
+package simserver
+
+import (
+	"sync"
+	"time"
+)
+
+// Server is the simulated server. It is safe for concurrent use; its zero
+// value is not usable (see New).
+type Server struct {
+	mu      sync.Mutex
+	running int
+	c       int // true capacity, > 0
+}
+
+// New returns a server of true capacity c (> 0).
+func New(c int) *Server { return &Server{c: c} }
+
+// SetCapacity changes the true capacity (a slow disk); c > 0.
+func (v *Server) SetCapacity(c int) {
+	v.mu.Lock()
+	v.c = c
+	v.mu.Unlock()
+}
+
+// Serve does one job of base time base and returns its seat time, base ×
+// max(1, running/C).
+func (v *Server) Serve(base time.Duration) time.Duration {
+	v.mu.Lock()
+	v.running++
+	d := base
+	if v.running > v.c {
+		d = time.Duration(float64(base) * float64(v.running) / float64(v.c))
+	}
+	v.mu.Unlock()
+	time.Sleep(d)
+	v.mu.Lock()
+	v.running--
+	v.mu.Unlock()
+	return d
+}
