@@ -24,7 +24,8 @@ import (
 // limit, so the total can exceed Capacity by design (MaxHolders); keys not
 // in Config.Weights share one "<unknown>" partition of 1 seat.
 type gcl struct {
-	l *limiter.QueueBlockingLimiter
+	def *limiter.DefaultLimiter
+	l   *limiter.QueueBlockingLimiter
 }
 
 // gclBacklog bounds the QueueBlockingLimiter's backlog far above anything
@@ -98,18 +99,22 @@ func newGCL(c Config, partitioned bool) (Limiter, error) {
 		}
 		strat = ps
 	}
-	// NewDefaultLimiterWithDefaults would pick the adaptive Vegas limit;
-	// the window parameters are the library's defaults (1 s windows of at
-	// least 100 samples, RTTs under 100 µs ignored), which a fixed limit
-	// reads but never acts on.
-	def, err := limiter.NewDefaultLimiter(
-		limit.NewFixedLimit("bench", c.Capacity, reg),
+	// NewDefaultLimiterWithDefaults would pick the adaptive Vegas limit.
+	return newGCLWithLimit(limit.NewFixedLimit("bench", c.Capacity, reg), strat, reg)
+}
+
+// newGCLWithLimit enforces lim with limiter.DefaultLimiter and queues with
+// limiter.QueueBlockingLimiter (FIFO backlog). The window parameters are
+// the library's defaults (1 s windows of at least 100 samples, RTTs under
+// 100 µs ignored), which a fixed limit reads but never acts on.
+func newGCLWithLimit(lim core.Limit, strat core.Strategy, reg core.MetricRegistry) (*gcl, error) {
+	def, err := limiter.NewDefaultLimiter(lim,
 		int64(time.Second), int64(time.Second), int64(100*time.Microsecond), 100,
 		strat, limit.NoopLimitLogger{}, reg)
 	if err != nil {
 		return nil, err
 	}
-	return &gcl{l: limiter.NewQueueBlockingLimiterFromConfig(def, limiter.QueueLimiterConfig{
+	return &gcl{def: def, l: limiter.NewQueueBlockingLimiterFromConfig(def, limiter.QueueLimiterConfig{
 		Ordering:            limiter.OrderingFIFO,
 		MaxBacklogSize:      gclBacklog,
 		MaxBacklogTimeout:   gclBacklogTimeout,
@@ -117,6 +122,25 @@ func newGCL(c Config, partitioned bool) (Limiter, error) {
 		MetricRegistry:      reg,
 	})}, nil
 }
+
+// An AdaptiveGCL is go-concurrency-limits with an adaptive limit
+// (limit.Gradient2Limit, limit.VegasLimit) in place of gcl-fixed's fixed
+// one, enforced and queued as gcl-fixed is. It is safe for concurrent use.
+type AdaptiveGCL struct{ *gcl }
+
+// NewAdaptiveGCL returns a limiter enforcing lim, whose limit starts at
+// initial seats.
+func NewAdaptiveGCL(lim core.Limit, initial int) (*AdaptiveGCL, error) {
+	reg := core.EmptyMetricRegistryInstance
+	g, err := newGCLWithLimit(lim, strategy.NewSimpleStrategyWithMetricRegistry(initial, reg), reg)
+	if err != nil {
+		return nil, err
+	}
+	return &AdaptiveGCL{g}, nil
+}
+
+// Limit is the limit now.
+func (a *AdaptiveGCL) Limit() int { return a.def.EstimatedLimit() }
 
 func (l *gcl) Do(ctx context.Context, key string, fn func()) error {
 	ctx = context.WithValue(ctx, gclKey{}, key)

@@ -1,0 +1,17 @@
+// Package adaptive compares fairseat's adaptive capacity with fixed
+// capacities and with the adaptive limiters of other libraries, on one
+// simulated server (internal/simserver): a job's seat time is base × max(1, running/C), running
+// the jobs the server runs at its start and C its true capacity. Past C the
+// server does no more work; each job only takes longer.
+//
+// The load is a flood (closed loops with nothing between requests, more
+// than the server can serve) and a light client (one loop with a pause
+// between requests), over 100 repositories, a fifth of them heavy (6 times
+// the seat time of a light one, asked for a tenth of the time). Every
+// limiter is run the same way: Run plays the scenario against it inside a
+// testing/synctest bubble, so the run takes fake time (the peers read
+// time.Now, which the bubble fakes) and is reproducible up to the order of
+// goroutines woken at one instant. TestReport runs them all; with -report
+// it writes ADAPTIVE.md and adaptive.svg (in benchmarks/:
+// go test ./adaptive -run '^TestReport$' -report=..).
+package adaptive

@@ -1,0 +1,261 @@
+package adaptive
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Outcome is one scenario's results, in Entries order: each entry's
+// median over Rounds runs (metric by metric; Limits from the first run),
+// and the range of its goodput.
+type Outcome struct {
+	Scenario   Scenario
+	Entries    []Entry
+	Results    []Result
+	GoodputMin []float64
+	GoodputMax []float64
+}
+
+// Rounds is how many times a report runs each limiter in each scenario.
+const Rounds = 3
+
+// Add records the rounds of the next entry.
+func (o *Outcome) Add(rounds []Result) {
+	med := func(f func(Result) float64) float64 {
+		v := make([]float64, len(rounds))
+		for i, r := range rounds {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	r := rounds[0]
+	r.Goodput = med(func(r Result) float64 { return r.Goodput })
+	r.Done = int(med(func(r Result) float64 { return float64(r.Done) }))
+	r.P50 = time.Duration(med(func(r Result) float64 { return float64(r.P50) }))
+	r.P99 = time.Duration(med(func(r Result) float64 { return float64(r.P99) }))
+	r.LightP99Wait = time.Duration(med(func(r Result) float64 { return float64(r.LightP99Wait) }))
+	r.MeanLimit = med(func(r Result) float64 { return r.MeanLimit })
+	r.Refused = int(med(func(r Result) float64 { return float64(r.Refused) }))
+	lo, hi := r.Goodput, r.Goodput
+	for _, x := range rounds {
+		lo, hi = min(lo, x.Goodput), max(hi, x.Goodput)
+	}
+	o.Results = append(o.Results, r)
+	o.GoodputMin, o.GoodputMax = append(o.GoodputMin, lo), append(o.GoodputMax, hi)
+}
+
+// bestFixed is the fixed capacity with the most goodput; goodputs within 1%
+// of each other count as equal, and then the lower p99 wins.
+func (o Outcome) bestFixed() int {
+	best := -1
+	for i, e := range o.Entries {
+		if !e.Fixed {
+			continue
+		}
+		r := o.Results[i]
+		switch {
+		case best < 0:
+			best = i
+		case r.Goodput > 1.01*o.Results[best].Goodput:
+			best = i
+		case r.Goodput >= 0.99*o.Results[best].Goodput && r.P99 < o.Results[best].P99:
+			best = i
+		}
+	}
+	return best
+}
+
+func (o Outcome) index(name string) int {
+	for i, e := range o.Entries {
+		if e.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Verdict says how fairseat adaptive did against the goal: goodput within
+// 5% of the best fixed capacity, p99 within 1.5 times its p99, and ahead of
+// every peer (goodput not more than 1% below, p99 and light p99 wait no
+// higher).
+func (o Outcome) Verdict() []string {
+	b, f := o.bestFixed(), o.index("fairseat adaptive")
+	if b < 0 || f < 0 {
+		return nil
+	}
+	best, us := o.Results[b], o.Results[f]
+	g, p := us.Goodput/best.Goodput, float64(us.P99)/float64(best.P99)
+	var out []string
+	out = append(out, fmt.Sprintf("Best fixed capacity: %s (goodput %.2f, p99 %v).", best.Name, best.Goodput, ms(best.P99)),
+		fmt.Sprintf("fairseat adaptive: goodput %.1f%% of it (goal ≥ 95%%: %s), p99 %.2f× (goal ≤ 1.5×: %s).",
+			100*g, met(g >= 0.95), p, met(p <= 1.5)))
+	for i, e := range o.Entries {
+		if !e.Peer {
+			continue
+		}
+		r := o.Results[i]
+		var ahead, behind []string
+		note := func(ok bool, what string) {
+			if ok {
+				ahead = append(ahead, what)
+			} else {
+				behind = append(behind, what)
+			}
+		}
+		note(us.Goodput >= 0.99*r.Goodput, fmt.Sprintf("goodput %.2f vs %.2f", us.Goodput, r.Goodput)) // within 1%: not behind
+		note(us.P99 <= r.P99, fmt.Sprintf("p99 %v vs %v", ms(us.P99), ms(r.P99)))
+		note(us.LightP99Wait <= r.LightP99Wait, fmt.Sprintf("light p99 wait %v vs %v", ms(us.LightP99Wait), ms(r.LightP99Wait)))
+		s := fmt.Sprintf("Against %s: not behind on %s", e.Name, orNone(ahead))
+		if len(behind) > 0 {
+			s += "; behind on " + strings.Join(behind, ", ")
+		}
+		out = append(out, s+".")
+	}
+	return out
+}
+
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "nothing"
+	}
+	return strings.Join(s, ", ")
+}
+
+// ms is a duration rounded for a table.
+func ms(d time.Duration) time.Duration {
+	if d >= 100*time.Millisecond {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Microsecond)
+}
+
+// Markdown is one scenario's table and verdict.
+func (o Outcome) Markdown() string {
+	var b strings.Builder
+	sc := o.Scenario
+	fmt.Fprintf(&b, "## %s\n\n", sc.Name)
+	fmt.Fprintf(&b, "True capacity C = %d seats", sc.C)
+	if sc.SlowTo > 0 {
+		fmt.Fprintf(&b, ", %d from %v to %v (a slow disk)", sc.C/2, sc.SlowFrom, sc.SlowTo)
+	}
+	fmt.Fprintf(&b, "; %v, measured after %v; a flood of %d loops and a light client (one loop, %v between requests).\n\n",
+		sc.Duration, sc.Warmup, sc.Flood, sc.LightThink)
+	fmt.Fprintf(&b, "Medians of %d runs; the goodput's range over them beside it.\n\n", Rounds)
+	b.WriteString("| limiter | goodput (seats) | range | of C | p50 latency | p99 latency | light client's p99 wait | mean limit | refused |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, r := range o.Results {
+		fmt.Fprintf(&b, "| %s | %.2f | %.2f–%.2f | %.1f%% | %v | %v | %v | %.1f | %d |\n", r.Name, r.Goodput, o.GoodputMin[i], o.GoodputMax[i],
+			100*r.Goodput/float64(sc.C), ms(r.P50), ms(r.P99), ms(r.LightP99Wait), r.MeanLimit, r.Refused)
+	}
+	b.WriteString("\n")
+	for _, v := range o.Verdict() {
+		fmt.Fprintf(&b, "- %s\n", v)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// SVG draws the limit over time of every limiter, one panel per outcome,
+// with the true capacity dashed.
+func SVG(outs []Outcome) string {
+	const (
+		width, panelH  = 900, 300
+		left, right    = 60, 230
+		top, gap, maxY = 40, 70, 80.0
+	)
+	colors := []string{"#bbbbbb", "#888888", "#555555", "#d62728", "#1f77b4", "#2ca02c", "#9467bd"}
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	height := top + len(outs)*(panelH+gap)
+	w(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
+	w(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+	for pi, o := range outs {
+		sc := o.Scenario
+		y0 := top + pi*(panelH+gap)
+		plotW := float64(width - left - right)
+		x := func(i int) float64 { return float64(left) + float64(i+1)*plotW/float64(sc.Duration/Tick) }
+		y := func(v float64) float64 { return float64(y0+panelH) - math.Min(v, maxY)/maxY*panelH }
+		w(`<text x="%d" y="%d" font-size="15" font-weight="bold">Limit over time, %s (true capacity dashed; above %.0f clipped)</text>`+"\n", left, y0-12, sc.Name, maxY)
+		for v := 0.0; v <= maxY; v += 16 {
+			w(`<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end">%.0f</text>`+"\n",
+				left, width-right, y(v), y(v), left-6, y(v)+4, v)
+		}
+		for s := time.Duration(0); s <= sc.Duration; s += 10 * time.Second {
+			xs := float64(left) + s.Seconds()/sc.Duration.Seconds()*plotW
+			w(`<text x="%.1f" y="%d" text-anchor="middle">%.0fs</text>`+"\n", xs, y0+panelH+16, s.Seconds())
+		}
+		// The true capacity.
+		var pts []string
+		for i := range int(sc.Duration / Tick) {
+			c := sc.C
+			if el := time.Duration(i+1) * Tick; sc.SlowTo > 0 && el >= sc.SlowFrom && el < sc.SlowTo {
+				c = sc.C / 2
+			}
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(float64(c))))
+		}
+		w(`<polyline fill="none" stroke="black" stroke-dasharray="6 4" points="%s"/>`+"\n", strings.Join(pts, " "))
+		for ri, r := range o.Results {
+			pts = pts[:0]
+			for i, n := range r.Limits {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(float64(n))))
+			}
+			c := colors[ri%len(colors)]
+			sw := 1.5
+			if r.Name == "fairseat adaptive" {
+				sw = 2.5
+			}
+			w(`<polyline fill="none" stroke="%s" stroke-width="%.1f" points="%s"><title>%s</title></polyline>`+"\n", c, sw, strings.Join(pts, " "), r.Name)
+			w(`<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s (mean %.1f)</text>`+"\n",
+				width-right+10, y0+ri*18, c, width-right+26, y0+ri*18+10, r.Name, r.MeanLimit)
+		}
+	}
+	w("</svg>\n")
+	return b.String()
+}
+
+// Document is ADAPTIVE.md: the introduction, then each outcome's table and
+// verdict, then the chart.
+func Document(outs []Outcome, command string) string {
+	var b strings.Builder
+	b.WriteString("# Adaptive capacity: fairseat against fixed capacities and adaptive limiters\n\n")
+	fmt.Fprintf(&b, "Generated in benchmarks/ by `%s` (package adaptive, TestReport). Do not edit by hand.\n\n", command)
+	b.WriteString(intro)
+	for _, o := range outs {
+		b.WriteString(o.Markdown())
+	}
+	b.WriteString("![The limit over time of every limiter](adaptive.svg)\n")
+	return b.String()
+}
+
+const intro = `One simulated server for every limiter: a job's seat time is base × max(1, running/C), running the
+jobs the server runs at its start and C its true capacity. Past C the server does no more work, each
+job only takes longer, so a limit above C adds latency and no goodput, and one below C wastes seats.
+The load: a flood of closed loops (six times C, more than the server can serve) and a light client,
+over 100 repositories, a tenth of the requests to one of 20 heavy ones (300 ms of base time), the rest
+to light ones (30 to 70 ms). Every run takes place in a testing/synctest bubble: fake time, which the
+peers read through time.Now too, so the figures do not depend on this machine, and a rerun gives the
+same figures up to the order of goroutines woken at one instant (which moves some peers' figures by
+several per cent: each limiter runs three times, and the tables give medians and the goodput's range).
+
+The adaptive limiters all start at 20 seats (Gradient2's, Vegas's and failsafe-go's default initial
+limit) between 1 and 200. The fixed capacities are fairseat's scheduler with Config.Capacity fixed;
+fairseat adaptive is the same scheduler with Config.Adaptive and default parameters. The peers know
+neither fairness keys nor job IDs: their queue is one FIFO (go-concurrency-limits' QueueBlockingLimiter,
+failsafe-go's semaphore). Columns: goodput is the base time of the work done per second, in seats (at
+most C); latency is from the request to its end (wait and seat time) over both clients; the light
+client's p99 wait is its wait for a seat; the mean limit is over the measured window. The goal
+(issue 16): goodput within 5% of the best fixed capacity, p99 within 1.5× of it, and ahead of every
+peer.
+
+`

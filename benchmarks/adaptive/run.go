@@ -1,0 +1,170 @@
+package adaptive
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fairseat/fairseat/internal/simserver"
+)
+
+// Scenario is one run's server and load.
+type Scenario struct {
+	Name     string
+	C        int           // true capacity
+	Duration time.Duration // of the run
+	Warmup   time.Duration // not measured (the limit over time is drawn from the start)
+	// The true capacity is C/2 in [SlowFrom, SlowTo) (a slow disk); zero
+	// SlowTo: never.
+	SlowFrom, SlowTo time.Duration
+	Flood            int           // the flood's closed loops
+	LightThink       time.Duration // the light client's pause between requests
+}
+
+// Steady is the main scenario: a true capacity of 16 seats all along, a
+// flood of 96 loops (six times the capacity) and a light client.
+func Steady(d time.Duration) Scenario {
+	return Scenario{Name: "steady", C: 16, Duration: d, Warmup: 10 * time.Second, Flood: 96, LightThink: 50 * time.Millisecond}
+}
+
+// SlowDisk is Steady with the true capacity halved for the middle third.
+func SlowDisk(d time.Duration) Scenario {
+	sc := Steady(d)
+	sc.Name, sc.SlowFrom, sc.SlowTo = "slow disk", d/3, 2*d/3
+	return sc
+}
+
+// Tick is how often a run samples the limit.
+const Tick = 100 * time.Millisecond
+
+// Result is what one limiter did in one scenario.
+type Result struct {
+	Name string
+	// Goodput is the work done per second in the measured window, in seats
+	// of base time (at most C: the server does no more).
+	Goodput float64
+	Done    int // requests completed in the window
+	// P50 and P99 are the latency (wait and seat time) of the requests
+	// completed in the window, both clients.
+	P50, P99 time.Duration
+	// LightP99Wait is the light client's p99 wait for a seat.
+	LightP99Wait time.Duration
+	Refused      int   // requests the limiter refused (retried after 10 ms)
+	Limits       []int // the limit at every Tick from the start
+	MeanLimit    float64
+}
+
+// Run plays sc against l and closes l. It must run inside a
+// testing/synctest bubble (every goroutine it starts has returned when it
+// does).
+func Run(sc Scenario, name string, l Limiter) (Result, error) {
+	v := simserver.New(sc.C)
+	ctx, cancel := context.WithCancel(context.Background())
+	start := time.Now()
+	from := start.Add(sc.Warmup)
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		light     []time.Duration
+		work      time.Duration
+		refused   int
+		firstErr  error
+		wg        sync.WaitGroup
+	)
+	loop := func(key string, seed uint64, think time.Duration) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		for ctx.Err() == nil {
+			id, base := draw(rng)
+			asked := time.Now()
+			var wait time.Duration
+			err := l.Do(ctx, key, id, func() {
+				wait = time.Since(asked)
+				v.Serve(base)
+			})
+			now := time.Now()
+			switch {
+			case err == nil:
+				if now.After(from) && ctx.Err() == nil {
+					mu.Lock()
+					latencies = append(latencies, now.Sub(asked))
+					work += base
+					if key == "light" {
+						light = append(light, wait)
+					}
+					mu.Unlock()
+				}
+			case ctx.Err() != nil:
+				return
+			default:
+				mu.Lock()
+				refused++
+				if firstErr == nil && refused > 1e6 {
+					firstErr = fmt.Errorf("%s: refuses everything: %w", name, err)
+				}
+				mu.Unlock()
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if think > 0 {
+				time.Sleep(think)
+			}
+		}
+	}
+	for i := range sc.Flood {
+		wg.Go(func() { loop("flood", uint64(i), 0) })
+	}
+	wg.Go(func() { loop("light", 1<<32, sc.LightThink) })
+
+	r := Result{Name: name}
+	for el := Tick; el <= sc.Duration; el += Tick {
+		time.Sleep(Tick)
+		switch {
+		case sc.SlowTo > 0 && el == sc.SlowFrom:
+			v.SetCapacity(sc.C / 2)
+		case sc.SlowTo > 0 && el == sc.SlowTo:
+			v.SetCapacity(sc.C)
+		}
+		r.Limits = append(r.Limits, l.Limit())
+	}
+	window := time.Since(from)
+	cancel()
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		return r, err
+	}
+	if firstErr != nil {
+		return r, firstErr
+	}
+	slices.Sort(latencies)
+	slices.Sort(light)
+	r.Goodput = work.Seconds() / window.Seconds()
+	r.Done, r.Refused = len(latencies), refused
+	r.P50, r.P99 = quantile(latencies, 0.5), quantile(latencies, 0.99)
+	r.LightP99Wait = quantile(light, 0.99)
+	sum := 0
+	for _, n := range r.Limits[int(sc.Warmup/Tick):] {
+		sum += n
+	}
+	r.MeanLimit = float64(sum) / float64(len(r.Limits)-int(sc.Warmup/Tick))
+	return r, nil
+}
+
+// draw picks a job: one of 20 heavy repositories (300 ms) a tenth of the
+// time, else one of 80 light ones (30 to 70 ms by repository).
+func draw(rng *rand.Rand) (string, time.Duration) {
+	if rng.IntN(10) == 0 {
+		return fmt.Sprintf("heavy-%d", rng.IntN(20)), 300 * time.Millisecond
+	}
+	i := rng.IntN(80)
+	return fmt.Sprintf("light-%d", i), 30*time.Millisecond + time.Duration(i%5)*10*time.Millisecond
+}
+
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
