@@ -207,3 +207,44 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("p50 of none = %v, want zero", p)
 	}
 }
+
+// TestSlowdown: when the disk slows to half, adaptive capacity comes down
+// towards what it can do and clones on it run faster than under the fixed
+// capacity; the light client keeps its place in line.
+func TestSlowdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := defaultConfig() // 20s: the phase's runs take 10s each
+		var out bytes.Buffer
+		var network inMemoryNetwork
+		results, err := runSlowdown(t.Context(), cfg, network.listen, network.dial, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("table:\n%s", out.String())
+		if len(results) != 2 || results[0].name != runFixed || results[1].name != runAdaptive {
+			t.Fatalf("runSlowdown returned %d results, want the fixed run then the adaptive run", len(results))
+		}
+		for _, r := range results {
+			for _, err := range r.errors {
+				t.Errorf("%s run: unexpected call error: %v", r.name, err)
+			}
+		}
+		f, a := results[0].summarize(), results[1].summarize()
+		if f.limitSlow != float64(cfg.Capacity) {
+			t.Errorf("fixed run: %.1f seats while slow, want %d", f.limitSlow, cfg.Capacity)
+		}
+		if a.limitSlow > 0.8*float64(cfg.Capacity) || a.limitSlow < 2 {
+			t.Errorf("adaptive run: %.1f seats on average while the disk does %d, want it near that", a.limitSlow, cfg.Capacity/2)
+		}
+		if a.stretch >= f.stretch {
+			t.Errorf("clones on the slow disk took %.2f× their full-speed time with adaptive capacity, %.2f× with fixed: want adaptive faster",
+				a.stretch, f.stretch)
+		}
+		if a.lightWaitP99 > time.Second {
+			t.Errorf("adaptive run: the light client's p99 wait is %v", a.lightWaitP99)
+		}
+		if !strings.Contains(out.String(), "What to look at:") {
+			t.Error("the phase's output lacks its explanation")
+		}
+	})
+}

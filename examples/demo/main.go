@@ -52,9 +52,23 @@
 // runs, as an SVG file (-svg; by default fairseat-demo.svg in the
 // system's temporary directory).
 //
+// # When the backend slows down
+//
+// A last phase (two runs of half the duration each) puts the clones on a
+// disk that does -capacity clones at full speed, each taking longer in
+// proportion past that, and slows it to half for the middle third: a slow
+// disk. The heavy client keeps six clones per seat outstanding, the light
+// one clones one repository after another. It runs behind fairseat with
+// the capacity fixed at -capacity seats, then with adaptive capacity
+// (admission.Config.Adaptive), and prints what to look at: the seats
+// (adaptive capacity comes down to about what the slow disk can do and
+// goes back up), the time a clone spends on the disk (the fixed capacity
+// doubles it; the adaptive one keeps it at full speed, the rest waiting in
+// the fair queue), and the light client, still first in line.
+//
 // Flags:
 //
-//	-duration  length of each run (default 20s)
+//	-duration  length of each of the first two runs (default 20s; the slowdown runs take half)
 //	-capacity  seats (default 8)
 //	-seed      seed of the load's random choices (default 1)
 //	-svg       where to write the chart
@@ -88,7 +102,8 @@ func main() {
 	dial := func(ctx context.Context, addr string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	}
-	fmt.Printf("Playing the load behind a plain semaphore, then behind fairseat (about %v)...\n\n", 2*cfg.Duration)
+	fmt.Printf("Playing the load behind a plain semaphore, then behind fairseat, then a slowing backend (about %v)...\n\n",
+		2*cfg.Duration+2*(cfg.Duration/2))
 	if _, err := run(ctx, cfg, listen, dial, os.Stdout, progress{w: os.Stderr, overwrite: isTerminal(os.Stderr)}); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)

@@ -95,6 +95,12 @@ func run(ctx context.Context, cfg config, listen func() (net.Listener, error),
 		}
 		fmt.Fprintf(out, "\nChart of seat share over time: %s\n", cfg.SVG)
 	}
+	if prog.w != nil {
+		fmt.Fprintf(prog.w, "The backend slows down: fixed, then adaptive capacity (about %v)...\n", 2*(cfg.Duration/2))
+	}
+	if _, err := runSlowdown(ctx, cfg, listen, dial, out); err != nil {
+		return nil, err
+	}
 	return results, nil
 }
 

@@ -61,11 +61,17 @@ type gitServer struct {
 	rec     *recorder
 	writers *writerCheck
 	gate    gate // the admission under test: a plain semaphore or fairseat
+	// backend, if set, is the disk clones run on (the slowdown phase); a
+	// clone then takes longer when the disk has more than it can do.
+	backend *backend
 }
 
 func (s *gitServer) clone(ctx context.Context, repo string) error {
 	markStarted(ctx)
 	defer s.writers.enter(repo, false)()
+	if s.backend != nil {
+		return s.backend.serve(ctx, cloneTime(repo))
+	}
 	return work(ctx, cloneTime(repo))
 }
 
