@@ -285,7 +285,8 @@ func TestAdaptivePressure(t *testing.T) {
 // A light key is neither.
 func TestAdaptiveShedding(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 1, QueueDelayTarget: 10 * time.Millisecond}})
+		tel := newTelemetry(t)
+		s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 1, QueueDelayTarget: 10 * time.Millisecond}}, tel.options()...)
 		must(t, err)
 		defer s.Close(context.Background())
 		must(t, s.RegisterType("t", JobTypeConfig{Priority: 10}))
@@ -366,6 +367,36 @@ func TestAdaptiveShedding(t *testing.T) {
 		if c := s.Snapshot().Counters; c.RejectedOverload != 3 {
 			t.Errorf("RejectedOverload = %d, want 3", c.RejectedOverload)
 		}
+		wantValue(t, tel.collect(t), "fairseat.requests", 3, attrResult.String("rejected_overloaded"))
 		checkInvariants(t, s)
+	})
+}
+
+// TestAdaptiveMetrics: fairseat.seats.limit is the adaptive limit, and
+// fairseat.seats.limit.changes counts its changes by reason.
+func TestAdaptiveMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 16, Initial: 8}}, tel.options()...)
+		must(t, err)
+		defer s.Close(context.Background())
+		must(t, s.SetAdaptiveBounds(2, 4)) // 8 -> 4
+		must(t, s.SetAdaptiveBounds(6, 6)) // 4 -> 6
+		m := tel.collect(t)
+		wantValue(t, m, "fairseat.seats.limit", 6)
+		wantValue(t, m, "fairseat.seats.limit.changes", 2, attrReason.String(string(CapacityOperator)))
+		for _, r := range []CapacityReason{CapacityIncrease, CapacityDecrease, CapacityPressure, CapacityProbe} {
+			wantValue(t, m, "fairseat.seats.limit.changes", 0, attrReason.String(string(r)))
+		}
+
+		tel = newTelemetry(t) // a fixed capacity: the limit, no changes
+		fixed, err := New(Config{Capacity: 3}, tel.options()...)
+		must(t, err)
+		defer fixed.Close(context.Background())
+		m = tel.collect(t)
+		wantValue(t, m, "fairseat.seats.limit", 3)
+		if mt, ok := m["fairseat.seats.limit.changes"]; ok && len(mt.Points) > 0 {
+			t.Errorf("a fixed capacity reports limit changes: %+v", mt.Points)
+		}
 	})
 }
