@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/fairseat/fairseat/internal/simserver"
 )
 
 // The demo's gRPC service, git.v1.Git, is written by hand in the shape
@@ -63,14 +65,15 @@ type gitServer struct {
 	gate    gate // the admission under test: a plain semaphore or fairseat
 	// backend, if set, is the disk clones run on (the slowdown phase); a
 	// clone then takes longer when the disk has more than it can do.
-	backend *backend
+	backend *simserver.Server
 }
 
 func (s *gitServer) clone(ctx context.Context, repo string) error {
 	markStarted(ctx)
 	defer s.writers.enter(repo, false)()
 	if s.backend != nil {
-		return s.backend.serve(ctx, cloneTime(repo))
+		_, err := s.backend.ServeContext(ctx, cloneTime(repo))
+		return err
 	}
 	return work(ctx, cloneTime(repo))
 }

@@ -22,11 +22,12 @@ import (
 
 	"github.com/fairseat/fairseat/admission"
 	"github.com/fairseat/fairseat/interceptors"
+	"github.com/fairseat/fairseat/internal/simserver"
 )
 
-// The slowdown phase: the backend behind the git cache (its disk) can do
-// cfg.Capacity clones at full speed; past that each clone takes longer, in
-// proportion. For the middle third of the phase the disk slows down and
+// The slowdown phase: the backend behind the git cache (its disk, a
+// simserver.Server) can do cfg.Capacity clones at full speed; past that
+// each clone takes longer, in proportion. For the middle third of the phase the disk slows down and
 // can do half as many. The same load runs behind fairseat twice: with the
 // capacity fixed at cfg.Capacity seats, and with adaptive capacity
 // (Config.Adaptive), which follows what the backend can do.
@@ -36,43 +37,6 @@ const (
 	runFixed    = "fixed capacity"
 	runAdaptive = "adaptive capacity"
 )
-
-// backend is the disk: a clone of base time base takes base × max(1,
-// running/c). It is safe for concurrent use.
-type backend struct {
-	mu      sync.Mutex
-	running int
-	c       int // clones it does at full speed, > 0
-}
-
-func (b *backend) setCapacity(c int) {
-	b.mu.Lock()
-	b.c = c
-	b.mu.Unlock()
-}
-
-func (b *backend) capacity() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.c
-}
-
-// serve does a clone of base time base, cut short if ctx ends.
-func (b *backend) serve(ctx context.Context, base time.Duration) error {
-	b.mu.Lock()
-	b.running++
-	d := base
-	if b.running > b.c {
-		d = time.Duration(float64(base) * float64(b.running) / float64(b.c))
-	}
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		b.running--
-		b.mu.Unlock()
-	}()
-	return work(ctx, d)
-}
 
 // slowResult is what one run of the phase measured.
 type slowResult struct {
@@ -134,7 +98,7 @@ func runSlowdown(ctx context.Context, cfg config, listen func() (net.Listener, e
 func runSlowOnce(ctx context.Context, cfg config, d time.Duration, name string, sched *admission.Scheduler,
 	listen func() (net.Listener, error), dial func(ctx context.Context, addr string) (net.Conn, error)) (*slowResult, error) {
 	rec := new(recorder)
-	disk := &backend{c: cfg.Capacity}
+	disk := simserver.New(cfg.Capacity)
 	srv := &gitServer{rec: rec, writers: newWriterCheck(), backend: disk}
 	loopback := interceptors.PeerIn(netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"))
 	server := grpc.NewServer(grpc.ChainUnaryInterceptor(rec.stopwatch(), interceptors.UnaryServerInterceptor(sched,
@@ -192,12 +156,12 @@ func runSlowOnce(ctx context.Context, cfg config, d time.Duration, name string, 
 		}
 		switch el {
 		case d / 3 / slowTick * slowTick:
-			disk.setCapacity(max(1, cfg.Capacity/2))
+			disk.SetCapacity(max(1, cfg.Capacity/2))
 		case 2 * d / 3 / slowTick * slowTick:
-			disk.setCapacity(cfg.Capacity)
+			disk.SetCapacity(cfg.Capacity)
 		}
 		res.limits = append(res.limits, sched.Snapshot().Capacity)
-		res.backendAt = append(res.backendAt, disk.capacity())
+		res.backendAt = append(res.backendAt, disk.Capacity())
 	}
 	cancel()
 	wg.Wait()

@@ -1,6 +1,6 @@
 // Package simserver is a simulated server for the tests of adaptive
-// capacity (admission) and its comparison with other limiters
-// (benchmarks/adaptive): a job's seat time is base × max(1, running/C),
+// capacity (admission), its comparison with other limiters
+// (benchmarks/adaptive) and the demo's slow disk (examples/demo): a job's seat time is base × max(1, running/C),
 // running the jobs the server runs at its start (itself included) and C
 // its true capacity. Past C the server does no more work, each job just
 // takes longer, so the limit that keeps it busy without adding latency is
@@ -8,6 +8,7 @@
 package simserver
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -30,9 +31,22 @@ func (v *Server) SetCapacity(c int) {
 	v.mu.Unlock()
 }
 
+// Capacity is the true capacity now.
+func (v *Server) Capacity() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.c
+}
+
 // Serve does one job of base time base and returns its seat time, base ×
 // max(1, running/C).
 func (v *Server) Serve(base time.Duration) time.Duration {
+	d, _ := v.ServeContext(context.Background(), base)
+	return d
+}
+
+// ServeContext is Serve cut short, with ctx.Err(), if ctx ends first.
+func (v *Server) ServeContext(ctx context.Context, base time.Duration) (time.Duration, error) {
 	v.mu.Lock()
 	v.running++
 	d := base
@@ -40,9 +54,17 @@ func (v *Server) Serve(base time.Duration) time.Duration {
 		d = time.Duration(float64(base) * float64(v.running) / float64(v.c))
 	}
 	v.mu.Unlock()
-	time.Sleep(d)
-	v.mu.Lock()
-	v.running--
-	v.mu.Unlock()
-	return d
+	defer func() {
+		v.mu.Lock()
+		v.running--
+		v.mu.Unlock()
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return d, nil
+	case <-ctx.Done():
+		return d, ctx.Err()
+	}
 }

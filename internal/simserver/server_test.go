@@ -1,6 +1,7 @@
 package simserver
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -32,8 +33,14 @@ func TestServe(t *testing.T) {
 			}
 		}
 		v.SetCapacity(4)
-		if d := v.Serve(time.Second); d != time.Second {
-			t.Errorf("alone after SetCapacity(4): %v, want 1s", d)
+		if d := v.Serve(time.Second); d != time.Second || v.Capacity() != 4 {
+			t.Errorf("alone after SetCapacity(4): %v (capacity %d), want 1s", d, v.Capacity())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		if _, err := v.ServeContext(ctx, time.Second); err != context.DeadlineExceeded || time.Since(start) != 300*time.Millisecond {
+			t.Errorf("ServeContext with a 300ms deadline: %v after %v", err, time.Since(start))
 		}
 	})
 }
