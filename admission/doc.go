@@ -227,7 +227,10 @@
 // that gave up is no sample either. So a workload whose job IDs never
 // repeat gives the controller nothing, and the limit stays where it is
 // (pressure still lowers it); a route without job IDs has one reference
-// per type, that is a raw-latency signal for that type.
+// per type, that is a raw-latency signal for that type. References live
+// with the cost estimates (and expire with them, after CostTTL) but a cost
+// store does not save them: after a restart each (type, job ID) takes its
+// reference again from its first completion, at the load of that moment.
 //
 // Control, gradient-style as Gradient2, evaluated at each sample (time is
 // an argument, and no timer or goroutine is involved):
