@@ -391,3 +391,91 @@ func TestAdaptiveLightCallerDuringFlood(t *testing.T) {
 		t.Errorf("the flood's median wait is %v with queue-delay shedding, %v without: the standing queue stayed", on, off)
 	}
 }
+
+// TestAdaptiveRandomOps drives an adaptive scheduler with shedding and
+// pressure through random arrivals, cancellations, background jobs and
+// bound changes on a server whose capacity jumps about, and checks every
+// invariant (the limit within its bounds and equal to the capacity among
+// them) at each tick, and that every request ends.
+func TestAdaptiveRandomOps(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 99))
+				var pmu sync.Mutex
+				pressure := 0.0
+				src := PressureFunc(func() float64 { pmu.Lock(); defer pmu.Unlock(); return pressure })
+				s, err := New(Config{
+					Adaptive: &AdaptiveConfig{Min: 1, Max: 40, Initial: 10, QueueDelayTarget: 5 * time.Millisecond},
+					Pressure: &PressureConfig{Source: src, Threshold: 1},
+					MaxQueue: 200,
+				})
+				must(t, err)
+				must(t, s.RegisterType("fg", JobTypeConfig{Priority: PriorityForeground, NoAging: true, MaxWait: 2 * time.Second}))
+				must(t, s.RegisterType("bg", JobTypeConfig{Priority: PriorityBackground, ConflictGroup: "g", MaxConcurrency: 4}))
+				v := simserver.New(8)
+				var wg sync.WaitGroup
+				var ended, started int
+				var mu sync.Mutex
+				for tick := range 400 {
+					for range rng.IntN(6) {
+						id, key := fmt.Sprint("r", rng.IntN(12)), fmt.Sprint("k", rng.IntN(5))
+						base := time.Duration(10+rng.IntN(90)) * time.Millisecond
+						cancelAfter := time.Duration(rng.IntN(400)) * time.Millisecond
+						mu.Lock()
+						started++
+						mu.Unlock()
+						wg.Go(func() {
+							ctx, cancel := context.WithTimeout(context.Background(), cancelAfter+50*time.Millisecond)
+							defer cancel()
+							_ = s.RunSync(ctx, "fg", id, key, func(ctx context.Context) error {
+								_, err := v.ServeContext(ctx, base)
+								return err
+							})
+							mu.Lock()
+							ended++
+							mu.Unlock()
+						})
+					}
+					if rng.IntN(5) == 0 {
+						_ = s.Submit("bg", fmt.Sprint("r", rng.IntN(12)), func(ctx context.Context) error {
+							_, err := v.ServeContext(ctx, 30*time.Millisecond)
+							return err
+						})
+					}
+					switch rng.IntN(40) {
+					case 0:
+						v.SetCapacity(1 + rng.IntN(16))
+					case 1:
+						lo := 1 + rng.IntN(10)
+						must(t, s.SetAdaptiveBounds(lo, lo+rng.IntN(30)))
+					case 2:
+						pmu.Lock()
+						pressure = float64(rng.IntN(2))
+						pmu.Unlock()
+					}
+					time.Sleep(10 * time.Millisecond)
+					checkInvariants(t, s)
+					if tick%100 == 99 {
+						synctest.Wait()
+						checkInvariants(t, s)
+					}
+				}
+				wg.Wait()
+				must(t, s.Close(context.Background()))
+				checkInvariants(t, s)
+				snap := s.Snapshot()
+				if started != ended || snap.InUse != 0 || snap.Queued != 0 {
+					t.Fatalf("%d requests started, %d ended; %d seats in use and %d queued after Close", started, ended, snap.InUse, snap.Queued)
+				}
+				c := snap.Counters
+				if sum := c.Completed + c.RejectedQueueFull + c.RejectedWaitTimeout + c.RejectedClosed + c.RejectedDeadline +
+					c.RejectedOverload + c.Cancelled + c.Dropped + c.Coalesced + c.Superseded; sum != c.Submitted {
+					t.Fatalf("counters do not add up: %d ends of %d submitted: %+v", sum, c.Submitted, c)
+				}
+				t.Logf("seed %d: %d requests, counters %+v, %d limit changes kept, limit %v", seed, started, snap.Counters,
+					len(snap.Adaptive.History), snap.Adaptive.Limit)
+			})
+		})
+	}
+}
