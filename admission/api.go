@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"time"
 )
@@ -42,6 +43,9 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 	}
 	j := s.newJobLocked()
 	j.jobID, j.foreground, j.cancel = jobID, true, cancel
+	if r.PriorityOffset != 0 {
+		j.prio, j.ownPrio = s.offsetPriorityLocked(ts, r.PriorityOffset), true
+	}
 	qlen := s.queued // for telemetry: the queue the request found
 	dry := ""        // dry-run: what would have held the request back
 	wake, err := s.enqueueLocked(j, ts, key, now, buf[:0])
@@ -76,6 +80,52 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 	p, err := s.wait(ctx, j, maxWait)
 	s.endWait(ctx, sp, j, err)
 	return p, err
+}
+
+// offsetPriorityLocked is the base priority of a request of type t with
+// PriorityOffset off: the type's priority moved by off and clamped into the
+// type's tier, strictly between the nearest registered priorities below and
+// above it and, if the type ages, below Aging.Urgent. A request is never
+// refused for its offset: SubmitWith's WithPriority fails on a priority
+// that crosses a tier, because the caller chose it in code, but an offset
+// comes from a request (a criticality) and the tiers from the operator,
+// who may register one more type tomorrow; a server must not start failing
+// requests because of that, so the offset only goes as far as there is
+// room. An offset beyond ±maxPriorityOffset counts as that much.
+func (s *Scheduler) offsetPriorityLocked(t *typeState, off Priority) Priority {
+	base := t.cfg.Priority
+	off = min(max(off, -maxPriorityOffset), maxPriorityOffset)
+	lo, hi := Priority(math.MinInt), Priority(math.MaxInt)
+	for q := range s.tiers {
+		switch {
+		case q < base:
+			lo = max(lo, q+1)
+		case q > base:
+			hi = min(hi, q-1)
+		}
+	}
+	if a := t.aging; a != nil && a.Urgent > base {
+		hi = min(hi, a.Urgent-1) // at Urgent a request would be urgent on arrival
+	}
+	return moveWithin(base, off, lo, hi)
+}
+
+// maxPriorityOffset bounds how far an offset moves a request where no tier
+// bounds it, so that aging, which adds to the moved priority, stays far
+// from overflowing and the starvation bound stays finite in practice.
+const maxPriorityOffset = 1 << 16
+
+// moveWithin returns base+off clamped to [lo, hi], where lo <= base <= hi,
+// without overflowing: the distances are taken as unsigned numbers, which
+// hold any difference of two ints exactly.
+func moveWithin(base, off, lo, hi Priority) Priority {
+	switch {
+	case off > 0 && uint(off) >= uint(hi)-uint(base):
+		return hi
+	case off < 0 && -uint(off) >= uint(base)-uint(lo):
+		return lo
+	}
+	return base + off
 }
 
 // wait parks the caller on its own channel until it is admitted or rejected,

@@ -178,6 +178,35 @@
 // it is admitted at the next dispatch, at the latest when the next seat
 // opens: the scheduler keeps no timer to notice the instant itself.)
 //
+// # Priority offsets
+//
+// A request may carry Request.PriorityOffset: its base priority is then its
+// type's Priority moved by the offset, within the type's tier. The
+// transports set it from the caller's criticality (package criticality):
+// by default sheddable work two below the type, sheddable_plus one below,
+// critical_plus one above. The job still counts against its type's tier,
+// type cap and key, it only orders differently: under load the sheddable
+// work of a type waits while the type's critical work goes first. Aging
+// works from the moved priority, so the bound above still holds for it,
+// with base the moved priority: a request two below its type is urgent
+// after at most Grace + ceil((Urgent - base + 2)/Step)·Interval. Requests
+// of one key and type with different offsets are different flows (a flow's
+// jobs share their base priority).
+//
+// The offset is clamped, never refused: the moved priority stays strictly
+// between the nearest registered priorities below and above the type's
+// (an offset cannot lift sheddable background work onto foreground, or push
+// foreground work into a background tier), and, for a type that ages,
+// below Aging.Urgent (a request must not be urgent on arrival); where no
+// tier bounds it, an offset moves a request at most 65536.
+// [Scheduler.SubmitWith]'s WithPriority fails instead on a priority that crosses a
+// tier, since its caller chose the value in code; an offset comes from a
+// request, the tiers from the operator, and registering one more type must
+// not make a server start failing requests. Where there is no room (a type
+// at 40 next to one at 39), the offset moves the request less, or not at
+// all. A request is not shed first for its offset: push-out picks its
+// victim by queue length alone (see Queue limits).
+//
 // # Pausing
 //
 // [Scheduler.Pause] and [Scheduler.PauseKey] hold a job type or a fairness

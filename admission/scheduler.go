@@ -18,12 +18,20 @@ import (
 )
 
 // Request is what a transport asks admission for: the job type of the route,
-// the resource it works on and the caller's fairness key. The zero value is
-// not valid (the type must be registered). It is a plain value.
+// the resource it works on, the caller's fairness key and how far the
+// request's priority moves from its type's. The zero value is not valid (the
+// type must be registered). It is a plain value.
 type Request struct {
 	Type        JobType
 	JobID       string
 	FairnessKey string
+	// PriorityOffset moves the request's base priority from its type's
+	// Priority by this much (a criticality: below for work that may wait,
+	// above for work that must not), clamped into the type's tier — never
+	// onto or past another registered type's priority, and, for a type that
+	// ages, below Aging.Urgent. 0 = the type's priority. See the package
+	// doc's "Priority offsets".
+	PriorityOffset Priority
 }
 
 // A Scheduler admits requests and background jobs to a number of seats,
