@@ -38,6 +38,28 @@
 // matched by [WithExempt] (health checks, metrics) never wait; they are
 // counted in the scheduler's Counters.Exempt.
 //
+// # Criticality
+//
+// A caller may say how critical its request is in header
+// Fairseat-Criticality: critical_plus, critical (the default),
+// sheddable_plus or sheddable (package criticality). The middleware
+// believes it only from callers [WithCriticalityTrust] accepts ([PeerIn],
+// [ClientCertIn], or any predicate over the request); from anyone else,
+// and when the value is not exactly one level, it is ignored — the request
+// is critical — and counted in fairseat.criticality.ignored (by reason:
+// untrusted, invalid), never an error to the caller. Without the option
+// nobody is trusted, so a client that claims critical_plus gains nothing
+// unless the server trusts it. A believed level is in the request's
+// context (criticality.FromContext), exempt requests included, so that
+// the calls the handler makes can carry it on; a level an outer
+// middleware put in the context wins over the header. The level moves the
+// request's priority within its route's job type
+// (admission.Request.PriorityOffset): by default sheddable two below,
+// sheddable_plus one below, critical_plus one above
+// ([WithCriticalityOffsets]), clamped into the type's tier, so that under
+// load a route's sheddable requests wait while its critical ones go first,
+// with aging still bounding their wait.
+//
 // # Rejections
 //
 // A request the scheduler turns away gets 429 Too Many Requests when its own

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/criticality"
 	"github.com/fairseat/fairseat/internal/clientkey"
 )
 
@@ -18,7 +19,8 @@ type router interface {
 type state struct {
 	s        *admission.Scheduler
 	cfg      *config
-	admitted bool // a seat is held for this request
+	level    criticality.Level // the caller's, as believed
+	admitted bool              // a seat is held for this request
 }
 
 type stateKey struct{}
@@ -31,13 +33,14 @@ func Middleware(s *admission.Scheduler, opts ...Option) func(http.Handler) http.
 	return func(next http.Handler) http.Handler {
 		rt, _ := next.(router)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, lvl := cfg.criticality(r)
 			if cfg.exempt != nil && cfg.exempt(r) {
 				s.CountExempt()
-				next.ServeHTTP(w, r)
+				next.ServeHTTP(w, r.WithContext(ctx))
 				return
 			}
-			st := &state{s: s, cfg: cfg}
-			r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
+			st := &state{s: s, cfg: cfg, level: lvl}
+			r = r.WithContext(context.WithValue(ctx, stateKey{}, st))
 			if cfg.defaultType != "" && !tagged(rt, r) {
 				st.admit(w, r, cfg.defaultType, cfg.defaultID, next)
 				return
@@ -105,7 +108,7 @@ func (st *state) admit(w http.ResponseWriter, r *http.Request, typ admission.Job
 			return
 		}
 	}
-	p, err := st.s.Acquire(r.Context(), admission.Request{Type: typ, JobID: id, FairnessKey: clientkey.Bound(key, st.cfg.maxKeyLen)})
+	p, err := st.s.Acquire(r.Context(), admission.Request{Type: typ, JobID: id, FairnessKey: clientkey.Bound(key, st.cfg.maxKeyLen), PriorityOffset: st.cfg.crit.Offset(st.level)})
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client went away while queued: nobody to answer

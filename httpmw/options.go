@@ -1,10 +1,15 @@
 package httpmw
 
 import (
+	"maps"
 	"net/http"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/criticality"
 	"github.com/fairseat/fairseat/internal/clientkey"
+	"github.com/fairseat/fairseat/internal/critpolicy"
 )
 
 // An Option configures [Middleware]. Nil options are ignored.
@@ -22,6 +27,10 @@ type config struct {
 	defaultID   JobIDFunc
 	exempt      func(*http.Request) bool
 	reject      RejectHandler
+	critTrusted func(*http.Request) bool // nil: nobody may state a criticality
+	critOffsets map[criticality.Level]admission.Priority
+	meter       metric.MeterProvider
+	crit        *critpolicy.Policy // built from the three above
 }
 
 // WithKeyFunc sets how a request's fairness key is derived. The default is
@@ -57,6 +66,37 @@ func WithRejectHandler(h RejectHandler) Option {
 	return optionFunc(func(c *config) { c.reject = h })
 }
 
+// WithCriticalityTrust sets which callers may state their criticality
+// (header Fairseat-Criticality, package criticality): trusted reports
+// whether the request comes from one (see PeerIn and ClientCertIn; combine
+// them as you like). Without this option nobody may: a stated level is
+// then ignored — the request is critical — and counted, as it is from any
+// caller trusted does not accept. Never an error to the caller.
+func WithCriticalityTrust(trusted func(*http.Request) bool) Option {
+	return optionFunc(func(c *config) { c.critTrusted = trusted })
+}
+
+// WithCriticalityOffsets sets the priority offset of each criticality
+// level: how far a request of that level moves from its route's type's
+// priority (admission.Request.PriorityOffset, clamped into the type's
+// tier). Levels the map leaves out keep their default: sheddable -2,
+// sheddable_plus -1, critical 0, critical_plus +1. A key that is not a
+// level makes Middleware panic.
+func WithCriticalityOffsets(offsets map[criticality.Level]admission.Priority) Option {
+	return optionFunc(func(c *config) { c.critOffsets = maps.Clone(offsets) })
+}
+
+// WithMeterProvider sets the OpenTelemetry meter provider of the
+// middleware's own instruments (scope ScopeName; the scheduler has its
+// own). The default is the global one.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(c *config) { c.meter = mp })
+}
+
+// ScopeName is the OpenTelemetry instrumentation scope of the package's
+// instruments.
+const ScopeName = "github.com/fairseat/fairseat/httpmw"
+
 func buildConfig(opts []Option) *config {
 	c := &config{maxKeyLen: clientkey.DefaultMaxLen, reject: WriteRejection}
 	for _, o := range opts {
@@ -70,5 +110,10 @@ func buildConfig(opts []Option) *config {
 	if c.reject == nil {
 		c.reject = WriteRejection
 	}
+	crit, err := critpolicy.New(c.meter, ScopeName, c.critOffsets)
+	if err != nil {
+		panic("httpmw: WithCriticalityOffsets: " + err.Error())
+	}
+	c.crit = crit
 	return c
 }

@@ -81,6 +81,31 @@
 // Unix-socket peer has no IP address) is rejected with codes.InvalidArgument,
 // or with the status the KeyFunc returned.
 //
+// # Criticality
+//
+// A caller may say how critical its call is in metadata
+// fairseat-criticality: critical_plus, critical (the default),
+// sheddable_plus or sheddable (package criticality). The interceptors
+// believe it only from callers [WithCriticalityTrust] accepts ([PeerIn],
+// [ClientCertIn], or any predicate over the call's context); from anyone
+// else, and when the value is not exactly one level, it is ignored — the
+// call is critical — and counted in fairseat.criticality.ignored (by
+// reason: untrusted, invalid), never an error to the caller. Without the
+// option nobody is trusted. So a client that claims critical_plus gains
+// nothing unless the server trusts it.
+//
+// A believed level is in the handler's context (criticality.FromContext;
+// for streams, in the stream's), so that the calls the handler makes can
+// carry it on. A level that an earlier
+// interceptor put in the context (from the caller's authenticated
+// identity, say) wins over the metadata. The level moves the call's
+// priority within its route's job type (admission.Request.PriorityOffset):
+// by default sheddable two below the type, sheddable_plus one below,
+// critical_plus one above ([WithCriticalityOffsets]), clamped into the
+// type's tier. Under load a route's sheddable calls wait while its
+// critical calls go first, and aging still bounds how long they wait;
+// a level never lifts a call into another route's tier.
+//
 // # Rejections
 //
 // [DefaultStatus] maps why a call was not admitted to its status:

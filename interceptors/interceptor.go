@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/criticality"
 	"github.com/fairseat/fairseat/internal/clientkey"
 )
 
@@ -22,11 +23,12 @@ import (
 func UnaryServerInterceptor(s *admission.Scheduler, opts ...Option) grpc.UnaryServerInterceptor {
 	c := newConfig(s, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx, lvl := c.criticality(ctx)
 		r := c.route(ctx, info.FullMethod)
 		if r == nil {
 			return handler(ctx, req)
 		}
-		p, trailer, err := c.admit(ctx, info.FullMethod, r, req)
+		p, trailer, err := c.admit(ctx, info.FullMethod, r, lvl, req)
 		if err != nil {
 			_ = grpc.SetTrailer(ctx, trailer) // fails only outside a gRPC server, where there is no client to tell
 			return nil, err
@@ -43,14 +45,18 @@ func UnaryServerInterceptor(s *admission.Scheduler, opts ...Option) grpc.UnarySe
 func StreamServerInterceptor(s *admission.Scheduler, opts ...Option) grpc.StreamServerInterceptor {
 	c := newConfig(s, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		r := c.route(ss.Context(), info.FullMethod)
+		ctx, lvl := c.criticality(ss.Context())
+		if ctx != ss.Context() {
+			ss = &levelStream{ss, ctx}
+		}
+		r := c.route(ctx, info.FullMethod)
 		switch {
 		case r == nil:
 			return handler(srv, ss)
 		case r.Stream == FirstMessage:
-			return c.admitOnFirstMessage(srv, ss, info.FullMethod, r, handler)
+			return c.admitOnFirstMessage(srv, ss, info.FullMethod, r, lvl, handler)
 		}
-		p, trailer, err := c.admit(ss.Context(), info.FullMethod, r, nil)
+		p, trailer, err := c.admit(ctx, info.FullMethod, r, lvl, nil)
 		if err != nil {
 			ss.SetTrailer(trailer)
 			return err
@@ -74,11 +80,11 @@ func (c *config) route(ctx context.Context, fullMethod string) *Route {
 	return c.routes.lookup(fullMethod)
 }
 
-// admit waits for a seat for a call of fullMethod routed by r, req being its
-// request (nil for a stream admitted before its first message). On failure
-// it returns the status error for the client and the trailer to send with it
-// (the retry pushback, or nil).
-func (c *config) admit(ctx context.Context, fullMethod string, r *Route, req any) (*admission.Permit, metadata.MD, error) {
+// admit waits for a seat for a call of fullMethod routed by r, of
+// criticality lvl, req being its request (nil for a stream admitted before
+// its first message). On failure it returns the status error for the
+// client and the trailer to send with it (the retry pushback, or nil).
+func (c *config) admit(ctx context.Context, fullMethod string, r *Route, lvl criticality.Level, req any) (*admission.Permit, metadata.MD, error) {
 	typ := r.Type
 	if typ == "" {
 		typ = admission.JobType(fullMethod)
@@ -94,7 +100,7 @@ func (c *config) admit(ctx context.Context, fullMethod string, r *Route, req any
 	if err != nil {
 		return c.refuse(ctx, err)
 	}
-	p, err := c.sched.Acquire(ctx, admission.Request{Type: typ, JobID: id, FairnessKey: key})
+	p, err := c.sched.Acquire(ctx, admission.Request{Type: typ, JobID: id, FairnessKey: key, PriorityOffset: c.crit.Offset(lvl)})
 	if err != nil {
 		return c.refuse(ctx, err)
 	}
@@ -139,8 +145,8 @@ var errHandlerReturned = errors.New("interceptors: handler returned")
 
 // admitOnFirstMessage runs handler on a stream that is admitted when the
 // handler first receives (or sends), and releases the seat when it returns.
-func (c *config) admitOnFirstMessage(srv any, ss grpc.ServerStream, fullMethod string, r *Route, handler grpc.StreamHandler) error {
-	ls := &lateStream{ServerStream: ss, c: c, method: fullMethod, route: r, decided: make(chan struct{})}
+func (c *config) admitOnFirstMessage(srv any, ss grpc.ServerStream, fullMethod string, r *Route, lvl criticality.Level, handler grpc.StreamHandler) error {
+	ls := &lateStream{ServerStream: ss, c: c, method: fullMethod, route: r, level: lvl, decided: make(chan struct{})}
 	defer ls.finish()
 	err := handler(srv, ls)
 	if ls.finish(); ls.err != nil && ls.err != errHandlerReturned {
@@ -158,6 +164,7 @@ type lateStream struct {
 	c       *config
 	method  string
 	route   *Route
+	level   criticality.Level
 	once    sync.Once
 	decided chan struct{}
 	permit  *admission.Permit // set once; released by finish
@@ -168,7 +175,7 @@ type lateStream struct {
 func (s *lateStream) admit(req any) error {
 	s.once.Do(func() {
 		var trailer metadata.MD
-		s.permit, trailer, s.err = s.c.admit(s.ServerStream.Context(), s.method, s.route, req)
+		s.permit, trailer, s.err = s.c.admit(s.ServerStream.Context(), s.method, s.route, s.level, req)
 		if s.err != nil {
 			s.ServerStream.SetTrailer(trailer)
 		}

@@ -82,17 +82,22 @@ func ClientCert() KeyFunc {
 
 // certKey is ClientCert's key for the transport peer p (nil: none).
 func certKey(p *peer.Peer) string {
+	return clientkey.Cert(verifiedChains(p))
+}
+
+// verifiedChains returns the client certificate chains the TLS handshake
+// of the transport peer p (nil: none) verified.
+func verifiedChains(p *peer.Peer) [][]*x509.Certificate {
 	if p == nil {
-		return ""
+		return nil
 	}
-	var chains [][]*x509.Certificate
 	switch ti := p.AuthInfo.(type) {
 	case credentials.TLSInfo:
-		chains = ti.State.VerifiedChains
+		return ti.State.VerifiedChains
 	case *credentials.TLSInfo:
-		chains = ti.State.VerifiedChains
+		return ti.State.VerifiedChains
 	}
-	return clientkey.Cert(chains)
+	return nil
 }
 
 // ClientIP returns a KeyFunc for the client's IP address: the address that

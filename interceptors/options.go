@@ -4,7 +4,11 @@ import (
 	"context"
 	"maps"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/criticality"
+	"github.com/fairseat/fairseat/internal/critpolicy"
 )
 
 // An Option configures the interceptors. Nil options are ignored; when an
@@ -17,12 +21,15 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 type options struct {
-	routes    Routes
-	fallback  *Route
-	key       KeyFunc
-	maxKeyLen int
-	exempt    func(ctx context.Context, fullMethod string) bool
-	status    StatusFunc
+	routes      Routes
+	fallback    *Route
+	key         KeyFunc
+	maxKeyLen   int
+	exempt      func(ctx context.Context, fullMethod string) bool
+	status      StatusFunc
+	critTrusted func(ctx context.Context) bool
+	critOffsets map[criticality.Level]admission.Priority
+	meter       metric.MeterProvider
 }
 
 // WithRoutes adds routes: which methods wait for a seat, under which job
@@ -73,15 +80,49 @@ func WithStatusFunc(f StatusFunc) Option {
 	return optionFunc(func(o *options) { o.status = f })
 }
 
+// WithCriticalityTrust sets which callers may state their criticality
+// (metadata fairseat-criticality, package criticality): trusted reports
+// whether the call comes from one, from its context (see PeerIn and
+// ClientCertIn; combine them as you like). Without this option nobody
+// may: a stated level is then ignored — the call is critical — and counted,
+// as it is from any caller trusted does not accept. Never an error to the
+// caller.
+func WithCriticalityTrust(trusted func(ctx context.Context) bool) Option {
+	return optionFunc(func(o *options) { o.critTrusted = trusted })
+}
+
+// WithCriticalityOffsets sets the priority offset of each criticality
+// level: how far a call of that level moves from its route's type's
+// priority (admission.Request.PriorityOffset, clamped into the type's
+// tier). Levels the map leaves out keep their default: sheddable -2,
+// sheddable_plus -1, critical 0, critical_plus +1. A key that is not a
+// level makes the interceptor constructors panic.
+func WithCriticalityOffsets(offsets map[criticality.Level]admission.Priority) Option {
+	return optionFunc(func(o *options) { o.critOffsets = maps.Clone(offsets) })
+}
+
+// WithMeterProvider sets the OpenTelemetry meter provider of the
+// interceptors' own instruments (scope ScopeName; the scheduler has its
+// own). The default is the global one.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(o *options) { o.meter = mp })
+}
+
+// ScopeName is the OpenTelemetry instrumentation scope of the interceptors'
+// instruments.
+const ScopeName = "github.com/fairseat/fairseat/interceptors"
+
 // config is built once per interceptor and only read afterwards, so the
 // interceptors are safe for concurrent use.
 type config struct {
-	sched     *admission.Scheduler
-	routes    routeTable
-	key       KeyFunc
-	maxKeyLen int
-	exempt    func(ctx context.Context, fullMethod string) bool // nil: only health checks
-	status    StatusFunc
+	sched       *admission.Scheduler
+	routes      routeTable
+	key         KeyFunc
+	maxKeyLen   int
+	exempt      func(ctx context.Context, fullMethod string) bool // nil: only health checks
+	status      StatusFunc
+	critTrusted func(ctx context.Context) bool // nil: nobody may state a criticality
+	crit        *critpolicy.Policy
 }
 
 func newConfig(s *admission.Scheduler, opts []Option) *config {
@@ -94,13 +135,19 @@ func newConfig(s *admission.Scheduler, opts []Option) *config {
 			opt.apply(&o)
 		}
 	}
+	crit, err := critpolicy.New(o.meter, ScopeName, o.critOffsets)
+	if err != nil {
+		panic("interceptors: WithCriticalityOffsets: " + err.Error())
+	}
 	c := &config{
-		sched:     s,
-		routes:    compileRoutes(o.routes, o.fallback),
-		key:       o.key,
-		maxKeyLen: o.maxKeyLen,
-		exempt:    o.exempt,
-		status:    o.status,
+		sched:       s,
+		routes:      compileRoutes(o.routes, o.fallback),
+		key:         o.key,
+		maxKeyLen:   o.maxKeyLen,
+		exempt:      o.exempt,
+		status:      o.status,
+		critTrusted: o.critTrusted,
+		crit:        crit,
 	}
 	if c.key == nil {
 		c.key = defaultKey() // FirstOf(ClientCert(), ClientIP(64)), fused

@@ -228,6 +228,32 @@ func Cert(verified [][]*x509.Certificate) string {
 	return ""
 }
 
+// CertIDs is a set of certificate identities, each a SPIFFE ID
+// ("spiffe://prod.example/frontend") or a subject distinguished name
+// ("CN=frontend,O=example"): Cert's keys without their namespace. It is
+// safe for concurrent reads.
+type CertIDs map[string]bool
+
+// NewCertIDs returns the set of ids.
+func NewCertIDs(ids []string) CertIDs {
+	s := make(CertIDs, len(ids))
+	for _, id := range ids {
+		s[id] = true
+	}
+	return s
+}
+
+// Has reports whether the verified chain's leaf names one of the set's
+// identities (false without a verified chain).
+func (s CertIDs) Has(verified [][]*x509.Certificate) bool {
+	key := Cert(verified)
+	if id, ok := strings.CutPrefix(key, "spiffe:"); ok {
+		return s[id]
+	}
+	id, ok := strings.CutPrefix(key, "subject:")
+	return ok && s[id]
+}
+
 // Prefixes is a set of trusted network prefixes (proxies, load balancers).
 // The zero value trusts nothing. It is safe for concurrent reads.
 type Prefixes []netip.Prefix

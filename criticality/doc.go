@@ -1,0 +1,28 @@
+// Package criticality names how much a request matters when a server must
+// choose what waits: the four levels of Google's SRE book ("Handling
+// Overload"), shared by fairseat's gRPC interceptors, its HTTP middleware
+// and transport, and the code between them.
+//
+// A caller states a level in gRPC metadata [MetadataKey] or HTTP header
+// [Header]: critical_plus, critical (the default), sheddable_plus,
+// sheddable. A server behind fairseat believes it only from callers it
+// trusts (an option of each adapter, by mTLS identity or peer address);
+// from anyone else, and when the value is not a level, it is ignored —
+// treated as critical — and counted, never an error to the caller. So a
+// client that claims critical_plus without being trusted gets exactly what
+// critical gets: spoofing gains nothing.
+//
+// A level the server believed is in the request's context ([FromContext]),
+// and the client interceptors and transport send the context's level on
+// the calls the handler makes ([NewContext] sets it for a call of one's
+// own), so that a tree of requests keeps its criticality from service to
+// service. A request without a level sends none, and is critical wherever
+// it arrives.
+//
+// The levels order requests within one route: the adapters map each to a
+// priority offset (admission.Request.PriorityOffset; by default sheddable
+// two below the route's type, sheddable_plus one below, critical_plus one
+// above), so that under overload sheddable work waits while critical work
+// of the same route goes first, and aging still bounds how long it waits.
+// A level never lifts a request into another route's tier.
+package criticality
