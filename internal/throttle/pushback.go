@@ -1,0 +1,62 @@
+package throttle
+
+import "time"
+
+// maxPushbacks bounds the kinds of call under pushback per backend.
+const maxPushbacks = 64
+
+// pushback is a backend's request not to call it again, for one kind of
+// call, before until.
+type pushback struct {
+	until time.Time
+	code  int // of the response that asked
+}
+
+// pushbacks holds a backend's pushbacks by kind of call; expired ones are
+// deleted when looked up or when room is needed. It takes no locks.
+type pushbacks map[string]pushback
+
+// active returns the pushback of call in force at now.
+func (ps pushbacks) active(call string, now time.Time) (pushback, bool) {
+	if len(ps) == 0 { // the usual case: no lookup, no hashing
+		return pushback{}, false
+	}
+	p, ok := ps[call]
+	if !ok {
+		return pushback{}, false
+	}
+	if !now.Before(p.until) {
+		delete(ps, call)
+		return pushback{}, false
+	}
+	return p, true
+}
+
+// set records p for call, keeping the later end if one is in force, and
+// makes room if the table is full: expired entries go first, then the
+// entry that ends first.
+func (ps pushbacks) set(call string, p pushback, now time.Time) {
+	if old, ok := ps[call]; ok {
+		if old.until.After(p.until) {
+			p.until = old.until
+		}
+		ps[call] = p
+		return
+	}
+	if len(ps) >= maxPushbacks {
+		var first string
+		var firstEnd time.Time
+		for c, q := range ps {
+			switch {
+			case !now.Before(q.until):
+				delete(ps, c)
+			case firstEnd.IsZero() || q.until.Before(firstEnd):
+				first, firstEnd = c, q.until
+			}
+		}
+		if len(ps) >= maxPushbacks {
+			delete(ps, first)
+		}
+	}
+	ps[call] = p
+}

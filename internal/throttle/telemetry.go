@@ -1,0 +1,100 @@
+package throttle
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Metric and span event names of the client side (the fairseat.client.*
+// instruments of both adapters).
+const (
+	MetricRequests  = "fairseat.client.requests"  // by fairseat.client.decision: sent, throttled, pushed_back
+	MetricAccepts   = "fairseat.client.accepts"   // requests the backend accepted
+	MetricPushbacks = "fairseat.client.pushbacks" // retry delays received from backends and honoured
+	EventRefused    = "fairseat.client.refused"   // a request refused locally
+	EventPushback   = "fairseat.client.pushback"  // a backend asked for a delay
+)
+
+// Attribute keys of the client side.
+const (
+	AttrDecision   = attribute.Key("fairseat.client.decision")    // sent, throttled, pushed_back
+	AttrBackend    = attribute.Key("server.address")              // the backend (span events only)
+	AttrCall       = attribute.Key("fairseat.client.call")        // the kind of call (span events only)
+	AttrP          = attribute.Key("fairseat.client.probability") // the refusal probability of the window
+	AttrRequests   = attribute.Key("fairseat.client.window.requests")
+	AttrAccepts    = attribute.Key("fairseat.client.window.accepts")
+	AttrRetryAfter = attribute.Key("fairseat.client.retry_after") // seconds
+)
+
+// Telemetry records an adapter's decisions as metrics and span events.
+// Create it with NewTelemetry; it is safe for concurrent use. Metrics carry
+// no backend or call (unbounded cardinality); span events do.
+type Telemetry struct {
+	requests, accepts, pushbacks metric.Int64Counter
+	decided                      [3][]metric.AddOption // by Reason
+}
+
+// NewTelemetry creates the instruments with mp's meter for scope (the
+// global provider if mp is nil). An instrument that cannot be created is
+// reported to otel.Handle and replaced by a no-op one.
+func NewTelemetry(mp metric.MeterProvider, scope string) *Telemetry {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(scope)
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if err != nil {
+			otel.Handle(err)
+		}
+		if err != nil || c == nil {
+			return noop.Int64Counter{}
+		}
+		return c
+	}
+	tm := &Telemetry{
+		requests:  counter(MetricRequests, "{request}", "Requests the application made through the client interceptor or transport, by decision: sent to the backend, or refused locally (throttled, pushed_back)."),
+		accepts:   counter(MetricAccepts, "{request}", "Requests the backend accepted (answered with anything but an overload status)."),
+		pushbacks: counter(MetricPushbacks, "{pushback}", "Retry delays received from backends and honoured."),
+	}
+	for r, name := range [3]string{"sent", "throttled", "pushed_back"} {
+		tm.decided[r] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(AttrDecision.String(name)))}
+	}
+	return tm
+}
+
+// Decided records d, the decision about a request of kind call to backend;
+// a refusal is also an event on ctx's span, if it is recording.
+func (tm *Telemetry) Decided(ctx context.Context, backend, call string, d Decision) {
+	tm.requests.Add(ctx, 1, tm.decided[d.Reason]...)
+	if d.Reason == Allowed {
+		return
+	}
+	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
+		sp.AddEvent(EventRefused, trace.WithAttributes(
+			AttrDecision.String(d.Reason.String()), AttrBackend.String(backend), AttrCall.String(call),
+			AttrP.Float64(d.P), AttrRequests.Int64(d.Requests), AttrAccepts.Int64(d.Accepts),
+			AttrRetryAfter.Float64(d.RetryAfter.Seconds())))
+	}
+}
+
+// Recorded records o, the outcome of a request of kind call to backend; a
+// pushback is also an event on ctx's span, if it is recording.
+func (tm *Telemetry) Recorded(ctx context.Context, backend, call string, o Outcome) {
+	if o.Accepted {
+		tm.accepts.Add(ctx, 1)
+	}
+	if o.Pushback <= 0 {
+		return
+	}
+	tm.pushbacks.Add(ctx, 1)
+	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
+		sp.AddEvent(EventPushback, trace.WithAttributes(
+			AttrBackend.String(backend), AttrCall.String(call), AttrRetryAfter.Float64(o.Pushback.Seconds())))
+	}
+}
