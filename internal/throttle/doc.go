@@ -13,11 +13,15 @@
 //
 //	p = max(0, (requests - K·accepts) / (requests + 1))
 //
-// (K = 2 by default), computed before the request is counted. Requests
-// refused locally count as requests: while the backend accepts little,
-// the client sends it about K times what it accepts, and as soon as it
-// accepts more, p falls and the traffic comes back — no timer, no state
-// beyond the counts. A response that says the backend is overloaded
+// (K = 2 by default). A request sent to the backend counts when its
+// outcome is known (requests in flight have none yet: counting them would
+// make a burst of calls to a backend just met throttle itself, as
+// grpc-go's own adaptive throttler also avoids), a request refused
+// locally counts at once. Requests refused locally count as requests:
+// while the backend accepts little, the client sends it about K times
+// what it accepts, and as soon as it accepts more, p falls and the
+// traffic comes back — no timer, no state beyond the counts. A response
+// that says the backend is overloaded
 // (ResourceExhausted, Unavailable, 429, 503: the adapters decide) is not
 // an accept; anything else is, even an error, since the backend did the
 // work of answering it.

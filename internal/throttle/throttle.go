@@ -85,7 +85,7 @@ type Outcome struct {
 
 // Stats are a Throttle's totals since New. It is a plain value.
 type Stats struct {
-	Requests   int64 // requests decided, refused ones included
+	Requests   int64 // requests counted: throttled, and outcomes recorded
 	Accepts    int64 // outcomes recorded as accepted
 	Throttled  int64 // refused by adaptive throttling
 	PushedBack int64 // refused under pushback
@@ -148,9 +148,12 @@ func New(cfg Config) (*Throttle, error) {
 
 // Decide decides whether a request of kind call goes to backend at now.
 // draw is a uniform random number in [0, 1): the request is throttled
-// when draw < P. Unless the backend's pushback for call is in force, the
-// request is counted in the window, refused or not; an allowed request's
-// outcome should then be recorded with Record.
+// when draw < P, and then counted in the window as a request. A request
+// that goes to the backend is counted when Record records its outcome, so
+// that requests in flight, which have no outcome yet, do not count as
+// refused by the backend (a burst of calls to a backend just met would
+// otherwise throttle itself). A request refused under pushback is not
+// counted.
 func (t *Throttle) Decide(backend, call string, now time.Time, draw float64) Decision {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -161,26 +164,29 @@ func (t *Throttle) Decide(backend, call string, now time.Time, draw float64) Dec
 	}
 	b.win.advance(now, t.width)
 	d := Decision{P: b.win.refusal(t.k), Requests: b.win.total.requests, Accepts: b.win.total.accepts}
-	b.win.add(1, 0)
-	t.stats.Requests++
 	if draw < d.P {
 		d.Reason, d.Code = Throttled, b.lastCode
+		b.win.add(1, 0)
+		t.stats.Requests++
 		t.stats.Throttled++
 	}
 	return d
 }
 
 // Record records the outcome of a request of kind call that Decide let go
-// to backend, at now.
+// to backend, at now: it counts as a request, and as an accept if o says
+// so.
 func (t *Throttle) Record(backend, call string, now time.Time, o Outcome) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.backendLocked(backend, now)
 	b.win.advance(now, t.width)
+	t.stats.Requests++
 	if o.Accepted {
-		b.win.add(0, 1)
+		b.win.add(1, 1)
 		t.stats.Accepts++
 	} else {
+		b.win.add(1, 0)
 		b.lastCode = o.Code
 	}
 	if o.Pushback > 0 {

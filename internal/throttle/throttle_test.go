@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fairseat/fairseat/internal/capacitytest"
 )
 
 // t0 is the tests' origin of time; steps give instants relative to it.
@@ -121,7 +123,7 @@ func TestWindowAndFormula(t *testing.T) {
 		// Long after, everything has left the window.
 		{at: time.Hour, draw: 0, want: Decision{}},
 	})
-	if got, want := th.Stats(), (Stats{Requests: 10, Accepts: 3, Throttled: 1}); got != want {
+	if got, want := th.Stats(), (Stats{Requests: 8, Accepts: 3, Throttled: 1}); got != want { // the last two were not recorded
 		t.Errorf("stats %+v, want %+v", got, want)
 	}
 }
@@ -131,12 +133,12 @@ func TestWindowAndFormula(t *testing.T) {
 // other backends go on, and refusals under pushback are not counted.
 func TestPushback(t *testing.T) {
 	th := newThrottle(t, Config{Window: time.Minute, MaxPushback: time.Minute})
-	th.Record("b", "m1", t0, Outcome{Code: 8, Pushback: 1500 * time.Millisecond})
+	th.Record("b", "m1", t0, Outcome{Code: 8, Pushback: 1500 * time.Millisecond}) // a request, not accepted
 	runSteps(t, th, []step{
 		{at: 0, call: "m1", want: Decision{Reason: PushedBack, RetryAfter: 1500 * time.Millisecond, Code: 8}},
 		{at: 1500*time.Millisecond - 1, call: "m1", want: Decision{Reason: PushedBack, RetryAfter: 1, Code: 8}},
-		{at: 1 * time.Millisecond, call: "m2", draw: 0.99, want: Decision{}},
-		{at: 1500 * time.Millisecond, call: "m1", draw: 0.99, want: Decision{P: 1.0 / 2, Requests: 1}}, // m2's request, not accepted
+		{at: 1 * time.Millisecond, call: "m2", draw: 0.99, want: Decision{P: 1.0 / 2, Requests: 1}},
+		{at: 1500 * time.Millisecond, call: "m1", draw: 0.99, want: Decision{P: 1.0 / 2, Requests: 1}},
 	})
 	if got := th.Decide("other", "m1", t0, 0); got.Reason != Allowed {
 		t.Errorf("another backend: %+v, want allowed", got)
@@ -149,7 +151,10 @@ func TestPushback(t *testing.T) {
 	runSteps(t, th, []step{
 		{at: 5 * time.Second, call: "m3", want: Decision{Reason: PushedBack, RetryAfter: 5 * time.Second, Code: 14}},
 		{at: 59 * time.Second, call: "m4", want: Decision{Reason: PushedBack, RetryAfter: time.Second, Code: 14}},
-		{at: 60 * time.Second, call: "m4", draw: 0.99, want: Decision{P: 1.0 / 2, Requests: 1}}, // m2's bucket has left the window
+		// The three records above, made at 0 s once the window had reached
+		// 1.5 s, counted in the bucket of 1 s (a clock that goes back), which
+		// is still in the window; the record at 0 s has left it.
+		{at: 60 * time.Second, call: "m4", draw: 0.99, want: Decision{P: 3.0 / 4, Requests: 3}},
 	})
 	if got, want := th.Stats(), (Stats{Requests: 4, PushedBack: 4, Pushbacks: 4}); got != want {
 		t.Errorf("stats %+v, want %+v", got, want)
@@ -191,16 +196,21 @@ func TestPushbackTableBounded(t *testing.T) {
 	}
 }
 
+// fail records a request to backend at now that the backend refused.
+func fail(th *Throttle, backend string, now time.Time) {
+	th.Record(backend, "", now, Outcome{Code: 14})
+}
+
 // Backends are an LRU: the least recently used is forgotten, and starts
 // again with empty counts.
 func TestBackendsBounded(t *testing.T) {
 	th := newThrottle(t, Config{MaxBackends: 2})
 	for range 3 {
-		th.Decide("a", "", t0, 0.99) // no accepts: p grows
+		fail(th, "a", t0)
 	}
-	th.Decide("b", "", t0, 0.99)
-	th.Decide("a", "", t0, 0.99) // a is now the most recent
-	th.Decide("c", "", t0, 0.99) // evicts b
+	fail(th, "b", t0)
+	fail(th, "a", t0) // a is now the most recent
+	fail(th, "c", t0) // evicts b
 	if d := th.Decide("a", "", t0, 0.99); d.Requests != 4 {
 		t.Errorf("a was forgotten: %+v", d)
 	}
@@ -212,11 +222,12 @@ func TestBackendsBounded(t *testing.T) {
 // A clock that goes back counts in the newest bucket.
 func TestClockGoesBack(t *testing.T) {
 	th := newThrottle(t, Config{Window: time.Minute})
-	th.Decide("b", "", t0.Add(10*time.Second), 0.99)
-	th.Decide("b", "", t0, 0.99)
+	fail(th, "b", t0.Add(10*time.Second))
+	fail(th, "b", t0)
 	if d := th.Decide("b", "", t0.Add(69*time.Second), 0.99); d.Requests != 2 {
 		t.Errorf("at 69 s: %+v, want both requests in the bucket of 10 s\n%s", d, describe(th, "b"))
 	}
+	fail(th, "b", t0.Add(69*time.Second))
 	if d := th.Decide("b", "", t0.Add(70*time.Second), 0.99); d.Requests != 1 {
 		t.Errorf("at 70 s: %+v, want only the request of 69 s\n%s", d, describe(th, "b"))
 	}
@@ -231,22 +242,17 @@ func TestConvergesToKTimesAccepts(t *testing.T) {
 		t.Run(fmt.Sprint("K=", k), func(t *testing.T) {
 			th := newThrottle(t, Config{Window: 10 * time.Second, K: k})
 			rng := rand.New(rand.NewPCG(1, 2))
-			capacity := 10
-			// run offers 100 requests a second from from to to; the backend
-			// accepts capacity of them each second and rejects the rest.
+			backend := capacitytest.New(10)
+			// run offers 100 requests a second from from to to and returns
+			// how many were sent and accepted.
 			run := func(from, to time.Duration) (sent, accepted int) {
-				budget, second := 0, time.Duration(-1)
 				for at := from; at < to; at += 10 * time.Millisecond {
-					if s := at.Truncate(time.Second); s != second {
-						second, budget = s, capacity
-					}
 					now := t0.Add(at)
 					if d := th.Decide("b", "", now, rng.Float64()); d.Reason != Allowed {
 						continue
 					}
 					sent++
-					if budget > 0 {
-						budget--
+					if backend.Admit(now) {
 						accepted++
 						th.Record("b", "", now, Outcome{Accepted: true})
 					} else {
@@ -266,7 +272,7 @@ func TestConvergesToKTimesAccepts(t *testing.T) {
 			// window still holds refusals) until p reaches 0: from about
 			// 1/K·(1/10) of the offered load, two windows for K = 2, four
 			// for K = 1.5.
-			capacity = 1000
+			backend.Take(1000)
 			windows, at := 0, 80*time.Second
 			for sent := 0; sent < 950; windows++ {
 				sent, _ = run(at, at+10*time.Second)
@@ -300,5 +306,16 @@ func TestConcurrentUse(t *testing.T) {
 	s := th.Stats()
 	if s.Requests+s.PushedBack != 8000 || s.Throttled > s.Requests || s.Accepts > s.Requests {
 		t.Errorf("stats %+v: want 8000 decisions in all", s)
+	}
+}
+
+// Requests in flight have no outcome yet and do not count: a burst of
+// calls to a backend just met is not throttled, even by a draw of 0.
+func TestInFlightNotCounted(t *testing.T) {
+	th := newThrottle(t, Config{})
+	for i := range 100 {
+		if d := th.Decide("b", "", t0, 0); d.Reason != Allowed || d.Requests != 0 {
+			t.Fatalf("request %d of a burst: %+v, want allowed with nothing counted", i, d)
+		}
 	}
 }
