@@ -51,7 +51,7 @@
 // nobody is trusted, so a client that claims critical_plus gains nothing
 // unless the server trusts it. A believed level is in the request's
 // context (criticality.FromContext), exempt requests included, so that
-// the calls the handler makes can carry it on; a level an outer
+// [Transport] sends it on the calls the handler makes; a level an outer
 // middleware put in the context wins over the header. The level moves the
 // request's priority within its route's job type
 // (admission.Request.PriorityOffset): by default sheddable two below,
@@ -59,6 +59,40 @@
 // ([WithCriticalityOffsets]), clamped into the type's tier, so that under
 // load a route's sheddable requests wait while its critical ones go first,
 // with aging still bounding their wait.
+//
+// # Clients
+//
+// [Transport] wraps an http.RoundTripper with the client side of the same
+// protection, for any HTTP backend:
+//
+//	client := &http.Client{Transport: httpmw.Transport(http.DefaultTransport)}
+//
+// It sends the context's criticality as header Fairseat-Criticality
+// (unless the request has one), so a request keeps its level from service
+// to service. It throttles adaptively, as the SRE book describes: per host
+// (the request URL's), it counts the requests of the last 2 minutes and
+// those the host accepted — every response but 429 and 503, and every
+// error of the wrapped RoundTripper unless the request's context ended —
+// and refuses a new request locally with probability max(0, (requests -
+// K·accepts) / (requests + 1)), K = 2 ([WithThrottle]); a host that accepts
+// 10% of what it is offered is sent about twice what it accepts, and the
+// traffic comes back by itself within a window or two once it accepts
+// again. A 429 or 503 with Retry-After (seconds or an HTTP date; capped at
+// 5 minutes, [WithMaxPushback]) holds back the same kind of request (by
+// default the same method and path, [WithCallType]) to that host until
+// the delay has passed.
+//
+// A request refused locally is never sent: RoundTrip closes its body and
+// returns a [*RefusedError], which errors.Is matches with
+// [ErrRefusedLocally] (through http.Client's *url.Error), and which says
+// what the host would likely have answered — 503, or the 429 or 503 whose
+// Retry-After is in force — and, under pushback, how long is left.
+// Refusals and pushbacks are events on the span of the request's context
+// (fairseat.client.refused, fairseat.client.pushback) and metrics
+// (fairseat.client.requests by fairseat.client.decision,
+// fairseat.client.accepts, fairseat.client.pushbacks; no host attribute).
+// Memory is bounded per host and over hosts ([WithMaxBackends], 1024), and
+// no goroutine is started.
 //
 // # Rejections
 //

@@ -2,6 +2,7 @@ package httpmw_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/criticality"
 	"github.com/fairseat/fairseat/httpmw"
 )
 
@@ -59,4 +61,47 @@ func Example() {
 	// 200 cloned linux
 	// 200 ok
 	// admitted: 1 exempt: 1
+}
+
+// Client and server wired together: the client's Transport states the
+// context's criticality, which the server believes from loopback peers; a
+// 503 with Retry-After holds back the same request until the delay has
+// passed — the Transport refuses it itself, 503-like.
+func ExampleTransport() {
+	sched, err := admission.New(admission.Config{Capacity: 8})
+	if err != nil {
+		panic(err)
+	}
+	defer sched.Close(context.Background())
+	_ = sched.RegisterType("report", admission.JobTypeConfig{Priority: admission.PriorityForeground})
+	mux := http.NewServeMux()
+	mux.Handle("GET /report", httpmw.Tag("report", nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		level, _ := criticality.FromContext(r.Context())
+		fmt.Println("server: a", level, "report")
+		w.Header().Set("Retry-After", "60")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})))
+	srv := httptest.NewServer(httpmw.Middleware(sched,
+		httpmw.WithCriticalityTrust(httpmw.PeerIn(netip.MustParsePrefix("127.0.0.0/8"))))(mux))
+	defer srv.Close()
+
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	client := &http.Client{Transport: httpmw.Transport(base)}
+	ctx := criticality.NewContext(context.Background(), criticality.SheddablePlus)
+	for range 2 {
+		r, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/report", nil)
+		resp, err := client.Do(r)
+		if err != nil {
+			var refused *httpmw.RefusedError
+			fmt.Println("client:", errors.Is(err, httpmw.ErrRefusedLocally), errors.As(err, &refused) && refused.Status == 503)
+			continue
+		}
+		resp.Body.Close()
+		fmt.Println("client:", resp.Status)
+	}
+	// Output:
+	// server: a sheddable_plus report
+	// client: 503 Service Unavailable
+	// client: true true
 }

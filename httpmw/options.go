@@ -86,11 +86,23 @@ func WithCriticalityOffsets(offsets map[criticality.Level]admission.Priority) Op
 	return optionFunc(func(c *config) { c.critOffsets = maps.Clone(offsets) })
 }
 
-// WithMeterProvider sets the OpenTelemetry meter provider of the
-// middleware's own instruments (scope ScopeName; the scheduler has its
-// own). The default is the global one.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(c *config) { c.meter = mp })
+// A CommonOption configures both Middleware and Transport.
+type CommonOption interface {
+	Option
+	TransportOption
+}
+
+type meterOption struct{ mp metric.MeterProvider }
+
+func (m meterOption) apply(c *config)                   { c.meter = m.mp }
+func (m meterOption) applyTransport(o *transportConfig) { o.meter = m.mp }
+
+// WithMeterProvider sets the OpenTelemetry meter provider of the package's
+// own instruments, the middleware's (fairseat.criticality.ignored) or the
+// transport's (fairseat.client.*), scope ScopeName; the scheduler has its
+// own. The default is the global one.
+func WithMeterProvider(mp metric.MeterProvider) CommonOption {
+	return meterOption{mp}
 }
 
 // ScopeName is the OpenTelemetry instrumentation scope of the package's

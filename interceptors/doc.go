@@ -95,8 +95,8 @@
 // nothing unless the server trusts it.
 //
 // A believed level is in the handler's context (criticality.FromContext;
-// for streams, in the stream's), so that the calls the handler makes can
-// carry it on. A level that an earlier
+// for streams, in the stream's), so that the client interceptors send it
+// on the calls the handler makes. A level that an earlier
 // interceptor put in the context (from the caller's authenticated
 // identity, say) wins over the metadata. The level moves the call's
 // priority within its route's job type (admission.Request.PriorityOffset):
@@ -105,6 +105,63 @@
 // type's tier. Under load a route's sheddable calls wait while its
 // critical calls go first, and aging still bounds how long they wait;
 // a level never lifts a call into another route's tier.
+//
+// # Clients
+//
+// [UnaryClientInterceptor] and [StreamClientInterceptor] are the client
+// side of the same protection, for any gRPC backend:
+//
+//	conn, err := grpc.NewClient(target,
+//		grpc.WithChainUnaryInterceptor(interceptors.UnaryClientInterceptor()),
+//		grpc.WithChainStreamInterceptor(interceptors.StreamClientInterceptor()),
+//	)
+//
+// They send the context's criticality (criticality.FromContext; inside a
+// handler behind the server interceptors, the caller's) as metadata
+// fairseat-criticality, unless the call's metadata has one already, so a
+// request keeps its level from service to service.
+//
+// Adaptive throttling, as the SRE book describes it: per target
+// (ClientConn.Target), the interceptor counts the calls of the last 2
+// minutes and those the backend accepted — everything but
+// codes.ResourceExhausted and codes.Unavailable, which a backend returns
+// when it is overloaded (and gRPC when it cannot be reached) — and refuses
+// a new call locally with probability max(0, (calls - K·accepts) /
+// (calls + 1)), K = 2 ([WithThrottle]). Locally refused calls count as
+// calls, so a backend that accepts 10% of what it is offered is sent
+// about twice what it accepts instead of ten times, and the traffic comes
+// back by itself within a window or two once it accepts again. Calls in
+// flight count when they end.
+//
+// Pushback: a failed call whose response carries a retry delay (the
+// grpc-retry-pushback-ms trailer, an errdetails.RetryInfo detail; the
+// larger wins, capped at 5 minutes by [WithMaxPushback]) holds back every
+// call of that method to that target until the delay has passed: they
+// fail at once, locally, without counting in the window.
+//
+// A call refused locally is never sent. It fails with the status the
+// backend would likely have given: the code of the backend's last
+// overload response (Unavailable when none is known), or under pushback
+// the code of the response that asked for the delay, with a RetryInfo
+// detail of the time left. errors.Is(err, [ErrRefusedLocally]) tells a
+// local refusal from the backend's own.
+//
+// Each refusal is an event, fairseat.client.refused, on the span of the
+// call's context (if recording), with the decision, the target, the
+// method, the window's counts and probability, and the time left; each
+// pushback received is an event fairseat.client.pushback. Metrics (scope
+// [ScopeName], [WithMeterProvider]; no target or method attribute, whose
+// values are unbounded): fairseat.client.requests by
+// fairseat.client.decision (sent, throttled, pushed_back),
+// fairseat.client.accepts, fairseat.client.pushbacks.
+//
+// Memory is bounded per target (a ring of 60 time buckets and at most 64
+// methods under pushback) and over targets (1024, least recently used
+// forgotten); no goroutine is started per target or per call (a stream
+// adds a context.AfterFunc, to count a stream its caller cancelled).
+// Each interceptor keeps its own counts: unary and streaming calls to one
+// target are throttled separately, each bounded to about K times its own
+// accepts.
 //
 // # Rejections
 //

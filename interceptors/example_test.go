@@ -2,19 +2,24 @@ package interceptors_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/criticality"
 	"github.com/fairseat/fairseat/interceptors"
 )
 
@@ -119,4 +124,50 @@ func ExampleFirstOf() {
 	// principal:alice <nil>
 	// header:x-tenant-id:acme <nil>
 	// ip:2001:db8:0:5::/64 <nil>
+}
+
+// Client and server wired together: the client states its criticality,
+// which the server believes from loopback peers and its handler sees; a
+// server that asks for a delay is not called again before it has passed —
+// the client refuses the call itself, with the server's code.
+func ExampleUnaryClientInterceptor() {
+	sched, err := admission.New(admission.Config{Capacity: 8})
+	if err != nil {
+		panic(err)
+	}
+	defer sched.Close(context.Background())
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors.UnaryServerInterceptor(sched,
+		interceptors.WithCriticalityTrust(interceptors.PeerIn(netip.MustParsePrefix("127.0.0.0/8"))))))
+	srv.RegisterService(&gitDesc, &gitServer{
+		clone: func(ctx context.Context, req *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
+			level, _ := criticality.FromContext(ctx)
+			fmt.Println("server: a", level, "clone of", req.GetValue())
+			st, _ := status.New(codes.ResourceExhausted, "busy").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Minute)})
+			return nil, st.Err()
+		},
+	})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go srv.Serve(lis)
+	defer srv.Stop()
+
+	cc, err := grpc.NewClient(lis.Addr().String(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(interceptors.UnaryClientInterceptor()),
+	)
+	if err != nil {
+		panic(err)
+	}
+	defer cc.Close()
+	ctx := criticality.NewContext(context.Background(), criticality.Sheddable)
+	for range 2 {
+		err := cc.Invoke(ctx, "/git.v1.Git/Clone", wrapperspb.String("github.com/golang/go"), new(wrapperspb.StringValue))
+		fmt.Println("client:", status.Code(err), "refused locally:", errors.Is(err, interceptors.ErrRefusedLocally))
+	}
+	// Output:
+	// server: a sheddable clone of github.com/golang/go
+	// client: ResourceExhausted refused locally: false
+	// client: ResourceExhausted refused locally: true
 }

@@ -101,11 +101,23 @@ func WithCriticalityOffsets(offsets map[criticality.Level]admission.Priority) Op
 	return optionFunc(func(o *options) { o.critOffsets = maps.Clone(offsets) })
 }
 
+// A CommonOption configures both the server and the client interceptors.
+type CommonOption interface {
+	Option
+	ClientOption
+}
+
+type meterOption struct{ mp metric.MeterProvider }
+
+func (m meterOption) apply(o *options)             { o.meter = m.mp }
+func (m meterOption) applyClient(o *clientOptions) { o.meter = m.mp }
+
 // WithMeterProvider sets the OpenTelemetry meter provider of the
-// interceptors' own instruments (scope ScopeName; the scheduler has its
-// own). The default is the global one.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(o *options) { o.meter = mp })
+// interceptors' own instruments, server (fairseat.criticality.ignored) or
+// client (fairseat.client.*), scope ScopeName; the scheduler has its own.
+// The default is the global one.
+func WithMeterProvider(mp metric.MeterProvider) CommonOption {
+	return meterOption{mp}
 }
 
 // ScopeName is the OpenTelemetry instrumentation scope of the interceptors'

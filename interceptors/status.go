@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -94,6 +95,30 @@ func roundMillis(d time.Duration) time.Duration {
 		r += time.Millisecond
 	}
 	return r
+}
+
+// retryDelay returns the delay a failed call's response asks for: the
+// larger of st's RetryInfo detail and the PushbackTrailer in trailer, 0 if
+// neither holds a valid, positive delay. A trailer value too large for a
+// time.Duration asks for the longest one (the throttle caps it).
+func retryDelay(st *status.Status, trailer metadata.MD) time.Duration {
+	var d time.Duration
+	if vs := trailer.Get(PushbackTrailer); len(vs) > 0 {
+		ms, err := strconv.ParseInt(vs[0], 10, 64)
+		var ne *strconv.NumError
+		switch {
+		case err == nil && ms > 0:
+			d = time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
+		case errors.As(err, &ne) && ne.Err == strconv.ErrRange && !strings.HasPrefix(vs[0], "-"):
+			d = math.MaxInt64
+		}
+	}
+	for _, det := range st.Details() {
+		if ri, ok := det.(*errdetails.RetryInfo); ok && ri.GetRetryDelay().IsValid() {
+			d = max(d, ri.GetRetryDelay().AsDuration())
+		}
+	}
+	return d
 }
 
 // pushback returns the trailer that repeats st's RetryInfo delay for gRPC
