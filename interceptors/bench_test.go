@@ -28,7 +28,7 @@ const (
 // variant named, and returns a connected client. The server sees the client
 // at a TCP address, so the default fairness key (the client IP) is derived
 // as in production.
-func benchServer(b *testing.B, variant string, sched *admission.Scheduler) *grpc.ClientConn {
+func benchServer(b *testing.B, variant string, sched *admission.Scheduler, dopts ...grpc.DialOption) *grpc.ClientConn {
 	b.Helper()
 	var sopts []grpc.ServerOption
 	switch variant {
@@ -62,9 +62,10 @@ func benchServer(b *testing.B, variant string, sched *admission.Scheduler) *grpc
 		defer close(done)
 		_ = srv.Serve(fixedAddrListener{lis, net.TCPAddrFromAddrPort(netip.MustParseAddrPort("203.0.113.7:5000"))})
 	}()
-	cc, err := grpc.NewClient("passthrough:///bufnet",
+	cc, err := grpc.NewClient("passthrough:///bufnet", append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })},
+		dopts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -190,6 +191,13 @@ func pairedCalls(b *testing.B, variants []string) (mean, median []float64) {
 	for i, v := range variants {
 		ccs[i] = benchServer(b, v, benchScheduler(b))
 	}
+	return pairedOn(b, ccs)
+}
+
+// pairedOn calls Clone on each client connection in turn in one loop,
+// rotating which goes first, and returns each one's mean and median
+// latency per call in ns.
+func pairedOn(b *testing.B, ccs []*grpc.ClientConn) (mean, median []float64) {
 	req, resp := wrapperspb.String("github.com/golang/go"), new(wrapperspb.StringValue)
 	ctx := context.Background()
 	call := func(cc *grpc.ClientConn) time.Duration {

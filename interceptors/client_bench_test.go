@@ -1,0 +1,111 @@
+package interceptors_test
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/fairseat/fairseat/interceptors"
+)
+
+// The client variants of the client benchmarks.
+const (
+	clientNone     = "none"     // no client interceptor
+	clientNoop     = "noop"     // an interceptor that only invokes: gRPC's cost of having one
+	clientFairseat = "fairseat" // UnaryClientInterceptor
+)
+
+var clientVariants = []string{clientNone, clientNoop, clientFairseat}
+
+// clientConn returns a connection, with the client interceptor variant
+// named, to a server of its own without an interceptor.
+func clientConn(b *testing.B, variant string) *grpc.ClientConn {
+	var dopts []grpc.DialOption
+	switch variant {
+	case clientNoop:
+		dopts = append(dopts, grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}))
+	case clientFairseat:
+		dopts = append(dopts, grpc.WithUnaryInterceptor(interceptors.UnaryClientInterceptor()))
+	}
+	return benchServer(b, benchNone, nil, dopts...)
+}
+
+// BenchmarkUnaryClient measures one no-op unary RPC over bufconn, one at a
+// time, to a server without interceptors, from a client without an
+// interceptor, with a no-op one, and with UnaryClientInterceptor (a level
+// lookup in the context, the throttle's decision and record, the trailer
+// call option). Every call succeeds: the plain case the interceptor must
+// not slow. Compare them with benchstat -col /client, running the
+// variants in turn from separate processes (see benchmarks/CLIENT.md).
+func BenchmarkUnaryClient(b *testing.B) {
+	for _, v := range clientVariants {
+		b.Run("client="+v, func(b *testing.B) {
+			cc := clientConn(b, v)
+			req, resp := wrapperspb.String("github.com/golang/go"), new(wrapperspb.StringValue)
+			ctx := context.Background()
+			if err := cc.Invoke(ctx, cloneMethod, req, resp); err != nil { // connect outside the timing
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := cc.Invoke(ctx, cloneMethod, req, resp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkUnaryClientPaired calls the three clients of
+// BenchmarkUnaryClient in turn in one loop, rotating which goes first, so
+// that a shared machine's drifting load weighs on all alike, and reports
+// each one's mean and median latency per call and the client
+// interceptor's overhead in percent over no interceptor and over the
+// no-op one (see BenchmarkUnaryRPCPaired on reading mean and median).
+func BenchmarkUnaryClientPaired(b *testing.B) {
+	ccs := make([]*grpc.ClientConn, len(clientVariants))
+	for i, v := range clientVariants {
+		ccs[i] = clientConn(b, v)
+	}
+	mean, median := pairedOn(b, ccs)
+	for i, v := range clientVariants {
+		b.ReportMetric(mean[i], "ns-"+v+"/call")
+		b.ReportMetric(median[i], "p50-ns-"+v+"/call")
+	}
+	b.ReportMetric(100*(mean[2]-mean[0])/mean[0], "overhead-vs-none-%")
+	b.ReportMetric(100*(mean[2]-mean[1])/mean[1], "overhead-vs-noop-%")
+	b.ReportMetric(100*(median[2]-median[0])/median[0], "p50-overhead-vs-none-%")
+	b.ReportMetric(100*(median[2]-median[1])/median[1], "p50-overhead-vs-noop-%")
+}
+
+// BenchmarkUnaryClientNoise is BenchmarkUnaryClientPaired with a control:
+// two clients without an interceptor, identical. Their difference (aa-) is
+// the noise floor against which the interceptor's overhead (fairseat-) is
+// read.
+func BenchmarkUnaryClientNoise(b *testing.B) {
+	ccs := []*grpc.ClientConn{clientConn(b, clientNone), clientConn(b, clientNone), clientConn(b, clientFairseat)}
+	mean, median := pairedOn(b, ccs)
+	b.ReportMetric(100*(mean[1]-mean[0])/mean[0], "aa-overhead-%")
+	b.ReportMetric(100*(median[1]-median[0])/median[0], "aa-p50-overhead-%")
+	b.ReportMetric(100*(mean[2]-mean[0])/mean[0], "fairseat-overhead-%")
+	b.ReportMetric(100*(median[2]-median[0])/median[0], "fairseat-p50-overhead-%")
+}
+
+// BenchmarkClientInterceptor measures UnaryClientInterceptor alone, called
+// directly with an invoker that does nothing: what it adds to every call.
+func BenchmarkClientInterceptor(b *testing.B) {
+	icpt := interceptors.UnaryClientInterceptor()
+	cc := clientConn(b, clientNone)
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := icpt(ctx, cloneMethod, nil, nil, cc, invoker); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
