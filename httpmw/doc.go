@@ -89,8 +89,9 @@
 // Retry-After is in force — and, under pushback, how long is left.
 // Refusals and pushbacks are events on the span of the request's context
 // (fairseat.client.refused, fairseat.client.pushback) and metrics
-// (fairseat.client.requests by fairseat.client.decision,
-// fairseat.client.accepts, fairseat.client.pushbacks; no host attribute).
+// (fairseat.client.requests by fairseat.client.decision: accepted,
+// rejected, throttled, pushed_back; fairseat.client.pushbacks; no host
+// attribute).
 // Memory is bounded per host and over hosts ([WithMaxBackends], 1024), and
 // no goroutine is started.
 //

@@ -152,8 +152,10 @@
 // pushback received is an event fairseat.client.pushback. Metrics (scope
 // [ScopeName], [WithMeterProvider]; no target or method attribute, whose
 // values are unbounded): fairseat.client.requests by
-// fairseat.client.decision (sent, throttled, pushed_back),
-// fairseat.client.accepts, fairseat.client.pushbacks.
+// fairseat.client.decision — accepted or rejected (sent, counted when the
+// call ends, as the throttle counts it), throttled or pushed_back (refused
+// locally) — and fairseat.client.pushbacks. A call costs one counter
+// update.
 //
 // Memory is bounded per target (a ring of 60 time buckets and at most 64
 // methods under pushback) and over targets (1024, least recently used

@@ -13,16 +13,26 @@ import (
 // Metric and span event names of the client side (the fairseat.client.*
 // instruments of both adapters).
 const (
-	MetricRequests  = "fairseat.client.requests"  // by fairseat.client.decision: sent, throttled, pushed_back
-	MetricAccepts   = "fairseat.client.accepts"   // requests the backend accepted
+	MetricRequests  = "fairseat.client.requests"  // by fairseat.client.decision: accepted, rejected, throttled, pushed_back
 	MetricPushbacks = "fairseat.client.pushbacks" // retry delays received from backends and honoured
 	EventRefused    = "fairseat.client.refused"   // a request refused locally
 	EventPushback   = "fairseat.client.pushback"  // a backend asked for a delay
 )
 
+// Decisions, the values of AttrDecision: a request sent is counted when its
+// outcome is known, as accepted or rejected (the backend said it is
+// overloaded), as the Throttle counts it; a request refused locally at
+// once.
+const (
+	DecisionAccepted   = "accepted"
+	DecisionRejected   = "rejected"
+	DecisionThrottled  = "throttled"
+	DecisionPushedBack = "pushed_back"
+)
+
 // Attribute keys of the client side.
 const (
-	AttrDecision   = attribute.Key("fairseat.client.decision")    // sent, throttled, pushed_back
+	AttrDecision   = attribute.Key("fairseat.client.decision")    // see the Decision constants
 	AttrBackend    = attribute.Key("server.address")              // the backend (span events only)
 	AttrCall       = attribute.Key("fairseat.client.call")        // the kind of call (span events only)
 	AttrP          = attribute.Key("fairseat.client.probability") // the refusal probability of the window
@@ -33,10 +43,12 @@ const (
 
 // Telemetry records an adapter's decisions as metrics and span events.
 // Create it with NewTelemetry; it is safe for concurrent use. Metrics carry
-// no backend or call (unbounded cardinality); span events do.
+// no backend or call (unbounded cardinality); span events do. A request
+// costs one counter update, at its refusal or at its outcome.
 type Telemetry struct {
-	requests, accepts, pushbacks metric.Int64Counter
-	decided                      [3][]metric.AddOption // by Reason
+	requests, pushbacks metric.Int64Counter
+	// by decision: accepted, rejected, throttled, pushed_back
+	accepted, rejected, throttled, pushedBack []metric.AddOption
 }
 
 // NewTelemetry creates the instruments with mp's meter for scope (the
@@ -57,23 +69,30 @@ func NewTelemetry(mp metric.MeterProvider, scope string) *Telemetry {
 		}
 		return c
 	}
-	tm := &Telemetry{
-		requests:  counter(MetricRequests, "{request}", "Requests the application made through the client interceptor or transport, by decision: sent to the backend, or refused locally (throttled, pushed_back)."),
-		accepts:   counter(MetricAccepts, "{request}", "Requests the backend accepted (answered with anything but an overload status)."),
-		pushbacks: counter(MetricPushbacks, "{pushback}", "Retry delays received from backends and honoured."),
+	opts := func(decision string) []metric.AddOption {
+		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(AttrDecision.String(decision)))}
 	}
-	for r, name := range [3]string{"sent", "throttled", "pushed_back"} {
-		tm.decided[r] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(AttrDecision.String(name)))}
+	return &Telemetry{
+		requests:   counter(MetricRequests, "{request}", "Requests made through the client interceptor or transport, by decision: sent and accepted, sent and rejected (the backend is overloaded), or refused locally (throttled, pushed_back). A request sent counts when it ends."),
+		pushbacks:  counter(MetricPushbacks, "{pushback}", "Retry delays received from backends and honoured."),
+		accepted:   opts(DecisionAccepted),
+		rejected:   opts(DecisionRejected),
+		throttled:  opts(DecisionThrottled),
+		pushedBack: opts(DecisionPushedBack),
 	}
-	return tm
 }
 
-// Decided records d, the decision about a request of kind call to backend;
-// a refusal is also an event on ctx's span, if it is recording.
+// Decided records d, the decision about a request of kind call to backend,
+// if it is a refusal: a count, and an event on ctx's span if it is
+// recording. (A request allowed is counted by Recorded.)
 func (tm *Telemetry) Decided(ctx context.Context, backend, call string, d Decision) {
-	tm.requests.Add(ctx, 1, tm.decided[d.Reason]...)
-	if d.Reason == Allowed {
+	switch d.Reason {
+	case Allowed:
 		return
+	case Throttled:
+		tm.requests.Add(ctx, 1, tm.throttled...)
+	default:
+		tm.requests.Add(ctx, 1, tm.pushedBack...)
 	}
 	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
 		sp.AddEvent(EventRefused, trace.WithAttributes(
@@ -87,7 +106,9 @@ func (tm *Telemetry) Decided(ctx context.Context, backend, call string, d Decisi
 // pushback is also an event on ctx's span, if it is recording.
 func (tm *Telemetry) Recorded(ctx context.Context, backend, call string, o Outcome) {
 	if o.Accepted {
-		tm.accepts.Add(ctx, 1)
+		tm.requests.Add(ctx, 1, tm.accepted...)
+	} else {
+		tm.requests.Add(ctx, 1, tm.rejected...)
 	}
 	if o.Pushback <= 0 {
 		return
