@@ -152,7 +152,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	// Keys are bounded: a redirect may name any host and path.
 	host, call := clientkey.Bound(r.URL.Host, 0), clientkey.Bound(t.callType(r), 0)
 	now := time.Now()
-	d := t.th.Decide(host, call, now, t.rand())
+	d := t.th.Decide(host, call, now, t.rand)
 	t.tm.Decided(ctx, host, call, d)
 	if d.Reason != throttle.Allowed {
 		if r.Body != nil {

@@ -49,6 +49,6 @@
 // Backends live in an LRU of bounded size (1024 by default); a backend
 // evicted and seen again starts with empty counts. One mutex guards all
 // state; decisions run no goroutine and arm no timer. Time and the random
-// draw are arguments, so that the adapters read the clock and the random
-// source once per call and tests are deterministic.
+// source are arguments, so that the adapters read the clock once per call
+// and tests are deterministic.
 package throttle

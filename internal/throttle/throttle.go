@@ -102,6 +102,15 @@ type Throttle struct {
 
 	mu       sync.Mutex                          // guards the fields below
 	backends *simplelru.LRU[string, *backendRec] // at most MaxBackends, least recently used evicted
+	// front and frontRec are the LRU's most recently used entry, or "" and
+	// nil: a call to the same backend as the one before (the usual case: a
+	// ClientConn has one target) finds its record without hashing, and the
+	// LRU order is the same, since marking the newest entry used again
+	// moves nothing. The LRU evicts only in Add, after which
+	// backendLocked makes the added entry the front, so the front is never
+	// an evicted entry.
+	front    string
+	frontRec *backendRec
 	stats    Stats
 }
 
@@ -147,14 +156,17 @@ func New(cfg Config) (*Throttle, error) {
 }
 
 // Decide decides whether a request of kind call goes to backend at now.
-// draw is a uniform random number in [0, 1): the request is throttled
-// when draw < P, and then counted in the window as a request. A request
+// When P > 0, draw is called once, under the Throttle's lock, for a
+// uniform random number in [0, 1) (it must not use the Throttle): the
+// request is throttled when that number is below P, and then counted in
+// the window as a request. (Drawing only then saves the draw on every
+// call to a healthy backend.) A request
 // that goes to the backend is counted when Record records its outcome, so
 // that requests in flight, which have no outcome yet, do not count as
 // refused by the backend (a burst of calls to a backend just met would
 // otherwise throttle itself). A request refused under pushback is not
 // counted.
-func (t *Throttle) Decide(backend, call string, now time.Time, draw float64) Decision {
+func (t *Throttle) Decide(backend, call string, now time.Time, draw func() float64) Decision {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.backendLocked(backend, now)
@@ -164,7 +176,7 @@ func (t *Throttle) Decide(backend, call string, now time.Time, draw float64) Dec
 	}
 	b.win.advance(now, t.width)
 	d := Decision{P: b.win.refusal(t.k), Requests: b.win.total.requests, Accepts: b.win.total.accepts}
-	if draw < d.P {
+	if d.P > 0 && draw() < d.P {
 		d.Reason, d.Code = Throttled, b.lastCode
 		b.win.add(1, 0)
 		t.stats.Requests++
@@ -208,10 +220,14 @@ func (t *Throttle) Stats() Stats {
 // backendLocked returns backend's state, new (its window starting at now)
 // if it is not remembered.
 func (t *Throttle) backendLocked(backend string, now time.Time) *backendRec {
-	if b, ok := t.backends.Get(backend); ok {
-		return b
+	if t.frontRec != nil && backend == t.front {
+		return t.frontRec
 	}
-	b := &backendRec{win: window{base: now}}
-	t.backends.Add(backend, b)
+	b, ok := t.backends.Get(backend)
+	if !ok {
+		b = &backendRec{win: window{base: now, curEnd: now.Add(t.width)}}
+		t.backends.Add(backend, b)
+	}
+	t.front, t.frontRec = backend, b
 	return b
 }

@@ -18,6 +18,9 @@ import (
 // t0 is the tests' origin of time; steps give instants relative to it.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// constant is a random source that always draws x.
+func constant(x float64) func() float64 { return func() float64 { return x } }
+
 func newThrottle(t testing.TB, cfg Config) *Throttle {
 	t.Helper()
 	th, err := New(cfg)
@@ -93,7 +96,7 @@ func runSteps(t *testing.T, th *Throttle, steps []step) {
 	t.Helper()
 	for i, s := range steps {
 		now := t0.Add(s.at)
-		got := th.Decide("b", s.call, now, s.draw)
+		got := th.Decide("b", s.call, now, constant(s.draw))
 		if diff := cmp.Diff(s.want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-12 })); diff != "" {
 			t.Fatalf("step %d at %v (%s): decision (-want +got):\n%s\n%s", i, s.at, s.call, diff, describe(th, "b"))
 		}
@@ -140,7 +143,7 @@ func TestPushback(t *testing.T) {
 		{at: 1 * time.Millisecond, call: "m2", draw: 0.99, want: Decision{P: 1.0 / 2, Requests: 1}},
 		{at: 1500 * time.Millisecond, call: "m1", draw: 0.99, want: Decision{P: 1.0 / 2, Requests: 1}},
 	})
-	if got := th.Decide("other", "m1", t0, 0); got.Reason != Allowed {
+	if got := th.Decide("other", "m1", t0, constant(0)); got.Reason != Allowed {
 		t.Errorf("another backend: %+v, want allowed", got)
 	}
 	// A shorter delay does not cut a longer one short; a delay beyond
@@ -174,11 +177,11 @@ func TestPushbackTableBounded(t *testing.T) {
 		th.Record("b", fmt.Sprint("call", i), t0, Outcome{Code: 14, Pushback: d})
 	}
 	th.Record("b", "new", t0, Outcome{Code: 14, Pushback: time.Minute})
-	if d := th.Decide("b", "call5", t0, 0.99); d.Reason != Allowed {
+	if d := th.Decide("b", "call5", t0, constant(0.99)); d.Reason != Allowed {
 		t.Errorf("the pushback ending first was kept: %+v", d)
 	}
 	for _, c := range []string{"call0", "call63", "new"} {
-		if d := th.Decide("b", c, t0, 0.99); d.Reason != PushedBack {
+		if d := th.Decide("b", c, t0, constant(0.99)); d.Reason != PushedBack {
 			t.Errorf("%s: %+v, want pushed back", c, d)
 		}
 	}
@@ -201,21 +204,50 @@ func fail(th *Throttle, backend string, now time.Time) {
 	th.Record(backend, "", now, Outcome{Code: 14})
 }
 
+// checkFront checks the invariant of Throttle.front: it is "" or the
+// LRU's newest key, and frontRec is that key's record.
+func checkFront(t *testing.T, th *Throttle) {
+	t.Helper()
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	keys := th.backends.Keys() // oldest first
+	if th.frontRec == nil {
+		if th.front != "" {
+			t.Fatalf("front %q without a record", th.front)
+		}
+		return
+	}
+	rec, ok := th.backends.Peek(th.front)
+	if !ok || rec != th.frontRec || keys[len(keys)-1] != th.front {
+		t.Fatalf("front %q (record %p) is not the newest of %q (its record %p)", th.front, th.frontRec, keys, rec)
+	}
+}
+
 // Backends are an LRU: the least recently used is forgotten, and starts
 // again with empty counts.
 func TestBackendsBounded(t *testing.T) {
 	th := newThrottle(t, Config{MaxBackends: 2})
-	for range 3 {
-		fail(th, "a", t0)
+	for _, b := range []string{"a", "a", "a", "b", "a", "c"} { // c evicts b, a being more recent
+		fail(th, b, t0)
+		checkFront(t, th)
 	}
-	fail(th, "b", t0)
-	fail(th, "a", t0) // a is now the most recent
-	fail(th, "c", t0) // evicts b
-	if d := th.Decide("a", "", t0, 0.99); d.Requests != 4 {
+	if d := th.Decide("a", "", t0, constant(0.99)); d.Requests != 4 {
 		t.Errorf("a was forgotten: %+v", d)
 	}
-	if d := th.Decide("b", "", t0, 0.99); d.Requests != 0 {
+	checkFront(t, th)
+	if d := th.Decide("b", "", t0, constant(0.99)); d.Requests != 0 {
 		t.Errorf("b was not forgotten: %+v", d)
+	}
+	checkFront(t, th)
+
+	// With room for one backend, each new one evicts the front itself.
+	one := newThrottle(t, Config{MaxBackends: 1})
+	for _, b := range []string{"a", "b", "b", "a"} {
+		fail(one, b, t0)
+		checkFront(t, one)
+	}
+	if d := one.Decide("a", "", t0, constant(0.99)); d.Requests != 1 {
+		t.Errorf("MaxBackends 1: a has %d requests, want 1 (it was evicted by b)", d.Requests)
 	}
 }
 
@@ -224,11 +256,11 @@ func TestClockGoesBack(t *testing.T) {
 	th := newThrottle(t, Config{Window: time.Minute})
 	fail(th, "b", t0.Add(10*time.Second))
 	fail(th, "b", t0)
-	if d := th.Decide("b", "", t0.Add(69*time.Second), 0.99); d.Requests != 2 {
+	if d := th.Decide("b", "", t0.Add(69*time.Second), constant(0.99)); d.Requests != 2 {
 		t.Errorf("at 69 s: %+v, want both requests in the bucket of 10 s\n%s", d, describe(th, "b"))
 	}
 	fail(th, "b", t0.Add(69*time.Second))
-	if d := th.Decide("b", "", t0.Add(70*time.Second), 0.99); d.Requests != 1 {
+	if d := th.Decide("b", "", t0.Add(70*time.Second), constant(0.99)); d.Requests != 1 {
 		t.Errorf("at 70 s: %+v, want only the request of 69 s\n%s", d, describe(th, "b"))
 	}
 }
@@ -248,7 +280,7 @@ func TestConvergesToKTimesAccepts(t *testing.T) {
 			run := func(from, to time.Duration) (sent, accepted int) {
 				for at := from; at < to; at += 10 * time.Millisecond {
 					now := t0.Add(at)
-					if d := th.Decide("b", "", now, rng.Float64()); d.Reason != Allowed {
+					if d := th.Decide("b", "", now, rng.Float64); d.Reason != Allowed {
 						continue
 					}
 					sent++
@@ -295,7 +327,7 @@ func TestConcurrentUse(t *testing.T) {
 			for i := range 1000 {
 				backend := fmt.Sprint("b", (g+i)%6)
 				now := t0.Add(time.Duration(i) * time.Millisecond)
-				d := th.Decide(backend, "m", now, rng.Float64())
+				d := th.Decide(backend, "m", now, rng.Float64)
 				if d.Reason == Allowed {
 					th.Record(backend, "m", now, Outcome{Accepted: i%3 == 0, Code: 14, Pushback: time.Duration(i%50) * time.Microsecond})
 				}
@@ -303,6 +335,7 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	checkFront(t, th)
 	s := th.Stats()
 	if s.Requests+s.PushedBack != 8000 || s.Throttled > s.Requests || s.Accepts > s.Requests {
 		t.Errorf("stats %+v: want 8000 decisions in all", s)
@@ -314,7 +347,7 @@ func TestConcurrentUse(t *testing.T) {
 func TestInFlightNotCounted(t *testing.T) {
 	th := newThrottle(t, Config{})
 	for i := range 100 {
-		if d := th.Decide("b", "", t0, 0); d.Reason != Allowed || d.Requests != 0 {
+		if d := th.Decide("b", "", t0, constant(0)); d.Reason != Allowed || d.Requests != 0 {
 			t.Fatalf("request %d of a burst: %+v, want allowed with nothing counted", i, d)
 		}
 	}

@@ -15,7 +15,10 @@ type count struct {
 type window struct {
 	base time.Time // instant of bucket index 0: the backend's first use
 	cur  int64     // index of the newest bucket; ring[cur % buckets] is it
-	ring [buckets]count
+	// curEnd is where bucket cur ends, base + (cur+1)·width: an instant
+	// before it is in the newest bucket, found without a division.
+	curEnd time.Time
+	ring   [buckets]count
 	// total is the sum of ring: the counts of the buckets cur-buckets+1
 	// through cur (older ones were cleared when cur passed them).
 	total count
@@ -25,10 +28,11 @@ type window struct {
 // since the last call. A now before the newest bucket (a clock that went
 // back) counts in the newest bucket.
 func (w *window) advance(now time.Time, width time.Duration) {
-	idx := int64(now.Sub(w.base) / width)
-	if idx <= w.cur {
-		return
+	if now.Before(w.curEnd) {
+		return // the usual case: still the newest bucket (or a clock that went back)
 	}
+	idx := int64(now.Sub(w.base) / width)
+	w.curEnd = w.base.Add(time.Duration(idx+1) * width)
 	if idx-w.cur >= buckets {
 		w.ring = [buckets]count{}
 		w.total = count{}
