@@ -16,8 +16,11 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/fairseat/fairseat/admission"
 	"github.com/fairseat/fairseat/criticality"
+	"github.com/fairseat/fairseat/internal/oteltest"
 )
 
 var trustInternal = WithCriticalityTrust(PeerIn(netip.MustParsePrefix("10.0.0.0/8")))
@@ -143,7 +146,8 @@ func TestCriticalitySpoofingGainsNothing(t *testing.T) {
 // not exactly one level is ignored. Neither fails the request.
 func TestCriticalityIgnored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		got := critScenario(t, []critRequest{{"a", "10.0.0.5:1", []string{"sheddable"}}})
+		rec := oteltest.New()
+		got := critScenario(t, []critRequest{{"a", "10.0.0.5:1", []string{"sheddable"}}}, WithMeterProvider(rec.MeterProvider))
 		if got.prio["a"] != 8 || got.seen["a"] != "-" {
 			t.Errorf("without a trust option: %v, want priority 8 and no level", got)
 		}
@@ -151,7 +155,15 @@ func TestCriticalityIgnored(t *testing.T) {
 			{"unknown", "10.0.0.5:1", []string{"urgent"}},
 			{"twice", "10.0.0.5:1", []string{"sheddable", "sheddable"}},
 			{"empty", "10.0.0.5:1", []string{""}},
-		}, trustInternal)
+		}, trustInternal, WithMeterProvider(rec.MeterProvider))
+		m, err := rec.Collect(t.Context())
+		must(t, err)
+		reason := attribute.Key("fairseat.criticality.reason")
+		u, _ := m.Value("fairseat.criticality.ignored", reason.String("untrusted"))
+		i, _ := m.Value("fairseat.criticality.ignored", reason.String("invalid"))
+		if u != 1 || i != 3 || m["fairseat.criticality.ignored"].Scope.Name != ScopeName {
+			t.Errorf("ignored: %v untrusted, %v invalid; want 1 and 3, scope %s\n%s", u, i, ScopeName, m)
+		}
 		want := critOutcome{
 			order: []string{"unknown", "twice", "empty"},
 			prio:  map[string]admission.Priority{"unknown": 8, "twice": 8, "empty": 8},

@@ -16,11 +16,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/fairseat/fairseat/admission"
 	"github.com/fairseat/fairseat/criticality"
 	"github.com/fairseat/fairseat/internal/capacitytest"
+	"github.com/fairseat/fairseat/internal/oteltest"
 )
 
 // hosts are httptest servers on bufconn listeners, so that they run inside
@@ -186,6 +188,53 @@ func TestTransportHonoursRetryAfter(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Transport's decisions are metrics (scope ScopeName) and events on the
+// span of the request's context.
+func TestTransportTelemetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := oteltest.New()
+		hs := hosts{}
+		n := 0
+		hs.serve(t, "api.test", "192.0.2.1:1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n++; n == 1 {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+			}
+		}))
+		c := hs.client(t, WithMeterProvider(rec.MeterProvider))
+		ctx, span := rec.TracerProvider.Tracer("test").Start(t.Context(), "request")
+		for range 2 {
+			_, _ = get(ctx, c, "GET", "http://api.test/x")
+		}
+		time.Sleep(time.Second)
+		if code, err := get(ctx, c, "GET", "http://api.test/x"); code != http.StatusOK || err != nil {
+			t.Fatalf("after the delay: %d, %v", code, err)
+		}
+		span.End()
+		m, err := rec.Collect(ctx)
+		must(t, err)
+		decision := attribute.Key("fairseat.client.decision")
+		for d, want := range map[string]float64{"rejected": 1, "pushed_back": 1, "accepted": 1} {
+			if got, _ := m.Value("fairseat.client.requests", decision.String(d)); got != want {
+				t.Errorf("requests{%s} = %v, want %v\n%s", d, got, want, m)
+			}
+		}
+		if got, _ := m.Value("fairseat.client.pushbacks"); got != 1 || m["fairseat.client.pushbacks"].Scope.Name != ScopeName {
+			t.Errorf("want one pushback, scope %s\n%s", ScopeName, m)
+		}
+		var names []string
+		for _, ev := range rec.Ended()[0].Events {
+			names = append(names, ev.Name)
+			if host, _ := ev.Attr("server.address"); host.AsString() != "api.test" {
+				t.Errorf("event %s: server.address %q, want api.test", ev.Name, host.AsString())
+			}
+		}
+		if want := []string{"fairseat.client.pushback", "fairseat.client.refused"}; fmt.Sprint(names) != fmt.Sprint(want) {
+			t.Errorf("span events %q, want %q", names, want)
+		}
+	})
 }
 
 func TestRetryAfterParsing(t *testing.T) {

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -22,6 +24,7 @@ import (
 	"github.com/fairseat/fairseat/criticality"
 	"github.com/fairseat/fairseat/interceptors"
 	"github.com/fairseat/fairseat/internal/capacitytest"
+	"github.com/fairseat/fairseat/internal/oteltest"
 )
 
 // seeded returns a deterministic random source for the throttle's draws.
@@ -334,4 +337,51 @@ func TestClientOptionsValidated(t *testing.T) {
 			interceptors.UnaryClientInterceptor(opt)
 		}()
 	}
+}
+
+// The client interceptor's decisions are metrics (scope ScopeName) and
+// events on the span of the call's context.
+func TestClientTelemetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := oteltest.New()
+		e := newEnv(t, envConfig{types: cloneTypes})
+		ps := &pushbackServer{code: codes.ResourceExhausted, trailer: "500", seen: map[string]int{}}
+		e.git.clone = func(ctx context.Context, _ *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
+			return wrapperspb.String("ok"), ps.handle(ctx, cloneMethod)
+		}
+		cc := e.client("203.0.113.7:5000", nil, grpc.WithUnaryInterceptor(interceptors.UnaryClientInterceptor(seeded(), interceptors.WithMeterProvider(rec.MeterProvider))))
+		ctx, span := rec.TracerProvider.Tracer("test").Start(t.Context(), "request")
+		_ = clone(ctx, cc, "r") // rejected, with a pushback
+		_ = clone(ctx, cc, "r") // refused locally
+		time.Sleep(500 * time.Millisecond)
+		if err := clone(ctx, cc, "r"); err != nil {
+			t.Fatal(err)
+		}
+		span.End()
+		m, err := rec.Collect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decision := attribute.Key("fairseat.client.decision")
+		for d, want := range map[string]float64{"rejected": 1, "pushed_back": 1, "accepted": 1} {
+			if got, _ := m.Value("fairseat.client.requests", decision.String(d)); got != want {
+				t.Errorf("requests{%s} = %v, want %v\n%s", d, got, want, m)
+			}
+		}
+		if got, _ := m.Value("fairseat.client.pushbacks"); got != 1 || m["fairseat.client.pushbacks"].Scope.Name != interceptors.ScopeName {
+			t.Errorf("want one pushback, scope %s\n%s", interceptors.ScopeName, m)
+		}
+		var names []string
+		for _, ev := range rec.Ended()[0].Events {
+			names = append(names, ev.Name)
+			if ev.Name == "fairseat.client.refused" {
+				if call, _ := ev.Attr("fairseat.client.call"); call.AsString() != cloneMethod {
+					t.Errorf("refusal event: call %q, want %s", call.AsString(), cloneMethod)
+				}
+			}
+		}
+		if want := []string{"fairseat.client.pushback", "fairseat.client.refused"}; !slices.Equal(names, want) {
+			t.Errorf("span events %q, want %q", names, want)
+		}
+	})
 }

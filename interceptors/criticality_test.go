@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -20,6 +21,7 @@ import (
 	"github.com/fairseat/fairseat/admission"
 	"github.com/fairseat/fairseat/criticality"
 	"github.com/fairseat/fairseat/interceptors"
+	"github.com/fairseat/fairseat/internal/oteltest"
 )
 
 // Callers in 10.0.0.0/8 may state a criticality; others may not.
@@ -179,7 +181,8 @@ func TestCriticalitySpoofingGainsNothing(t *testing.T) {
 // call.
 func TestCriticalityIgnored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		got := critScenario(t, []critCall{{"a", trustedAddr, []string{"sheddable"}}})
+		rec := oteltest.New()
+		got := critScenario(t, []critCall{{"a", trustedAddr, []string{"sheddable"}}}, interceptors.WithMeterProvider(rec.MeterProvider))
 		if got.prio["a"] != 8 || got.seen["a"] != "-" {
 			t.Errorf("without a trust option: %v, want priority 8 and no level", got)
 		}
@@ -187,7 +190,8 @@ func TestCriticalityIgnored(t *testing.T) {
 			{"unknown", trustedAddr, []string{"urgent"}},
 			{"twice", trustedAddr, []string{"sheddable", "sheddable"}},
 			{"empty", trustedAddr, []string{""}},
-		}, trustInternal)
+		}, trustInternal, interceptors.WithMeterProvider(rec.MeterProvider))
+		wantIgnored(t, rec, 1, 3)
 		want := critOutcome{
 			order: []string{"unknown", "twice", "empty"},
 			prio:  map[string]admission.Priority{"unknown": 8, "twice": 8, "empty": 8},
@@ -219,6 +223,21 @@ func TestCriticalityOffsets(t *testing.T) {
 		}
 	}()
 	interceptors.UnaryServerInterceptor(newBareScheduler(t), interceptors.WithCriticalityOffsets(map[criticality.Level]admission.Priority{7: 1}))
+}
+
+// wantIgnored checks the counts of fairseat.criticality.ignored.
+func wantIgnored(t *testing.T, rec *oteltest.Recorder, untrusted, invalid float64) {
+	t.Helper()
+	m, err := rec.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reason := attribute.Key("fairseat.criticality.reason")
+	u, _ := m.Value("fairseat.criticality.ignored", reason.String("untrusted"))
+	i, _ := m.Value("fairseat.criticality.ignored", reason.String("invalid"))
+	if u != untrusted || i != invalid || m["fairseat.criticality.ignored"].Scope.Name != interceptors.ScopeName {
+		t.Errorf("ignored: %v untrusted, %v invalid; want %v and %v, scope %s\n%s", u, i, untrusted, invalid, interceptors.ScopeName, m)
+	}
 }
 
 func newBareScheduler(t *testing.T) *admission.Scheduler {
