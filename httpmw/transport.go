@@ -18,7 +18,8 @@ import (
 )
 
 // A TransportOption configures [Transport]. Nil options are ignored; when
-// an option is given twice the last one wins.
+// an option is given twice the last one wins. Options are plain values,
+// safe to share.
 type TransportOption interface{ applyTransport(*transportConfig) }
 
 type transportOptionFunc func(*transportConfig)
@@ -75,8 +76,9 @@ var ErrRefusedLocally = errors.New("httpmw: refused locally")
 
 // A RefusedError is the error of a request that Transport refused without
 // sending it: what the host would likely have answered, as an error
-// instead of a response (http.Client wraps it in a *url.Error). It is a
-// plain value.
+// instead of a response (http.Client wraps it in a *url.Error). Transport
+// sets every field (RetryAfter is 0 when throttled); the zero value is no
+// refusal of Transport's. It is a plain value.
 type RefusedError struct {
 	// Status is the HTTP status the host would likely have given: that of
 	// its last overload response (503 or 429), or under pushback that of

@@ -42,7 +42,8 @@ const (
 )
 
 // Telemetry records an adapter's decisions as metrics and span events.
-// Create it with NewTelemetry; it is safe for concurrent use. Metrics carry
+// Create it with NewTelemetry (the zero value is not usable); it is safe
+// for concurrent use. Metrics carry
 // no backend or call (unbounded cardinality); span events do. A request
 // costs one counter update, at its refusal or at its outcome.
 type Telemetry struct {

@@ -30,7 +30,8 @@ type Config struct {
 	MaxPushback time.Duration // longest pushback honoured; 0 = DefaultMaxPushback
 }
 
-// Reason says why a request was refused locally, or that it was not.
+// Reason says why a request was refused locally, or that it was not. The
+// zero value is Allowed.
 type Reason uint8
 
 const (
@@ -54,7 +55,8 @@ func (r Reason) String() string {
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
 
-// Decision is what Decide decided about one request. It is a plain value.
+// Decision is what Decide decided about one request. The zero value is a
+// request allowed with nothing in the window. It is a plain value.
 type Decision struct {
 	Reason Reason
 	// P is the probability of refusal the window gave (0 under pushback).
@@ -70,8 +72,9 @@ type Decision struct {
 	Code int
 }
 
-// Outcome is how a request that went to the backend ended. It is a plain
-// value.
+// Outcome is how a request that went to the backend ended. The zero value
+// is a response that says the backend is overloaded, with no code and no
+// pushback. It is a plain value.
 type Outcome struct {
 	// Accepted is false when the response says the backend is overloaded.
 	Accepted bool
@@ -83,7 +86,8 @@ type Outcome struct {
 	Pushback time.Duration
 }
 
-// Stats are a Throttle's totals since New. It is a plain value.
+// Stats are a Throttle's totals since New. The zero value is no activity.
+// It is a plain value.
 type Stats struct {
 	Requests   int64 // requests counted: throttled, and outcomes recorded
 	Accepts    int64 // outcomes recorded as accepted
