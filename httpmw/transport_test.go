@@ -91,36 +91,20 @@ func TestTransportThrottlesOverloadedHost(t *testing.T) {
 			}
 		}))
 		c := hs.client(t, WithThrottle(10*time.Second, 2))
-		requests := func(d time.Duration) (refused int) {
-			for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-				code, err := get(t.Context(), c, "GET", "http://api.test/items")
-				var rej *RefusedError
-				switch {
-				case errors.As(err, &rej) && errors.Is(err, ErrRefusedLocally):
-					refused++
-					if rej.Status != http.StatusServiceUnavailable || !rej.Throttled || rej.Host != "api.test" {
-						t.Fatalf("local refusal %+v, want a throttled 503 for api.test", rej)
-					}
-				case err != nil || (code != http.StatusOK && code != http.StatusServiceUnavailable):
-					t.Fatalf("request: %d, %v", code, err)
+		capacitytest.Overload(t, b, func() bool {
+			code, err := get(t.Context(), c, "GET", "http://api.test/items")
+			var rej *RefusedError
+			switch {
+			case errors.As(err, &rej) && errors.Is(err, ErrRefusedLocally):
+				if rej.Status != http.StatusServiceUnavailable || !rej.Throttled || rej.Host != "api.test" {
+					t.Fatalf("local refusal %+v, want a throttled 503 for api.test", rej)
 				}
+				return true
+			case err != nil || (code != http.StatusOK && code != http.StatusServiceUnavailable):
+				t.Fatalf("request: %d, %v", code, err)
 			}
-			return refused
-		}
-		requests(20 * time.Second)
-		b.Take(5)
-		refused := requests(60 * time.Second)
-		seen, accepted := b.Take(1000)
-		if ratio := float64(seen) / float64(accepted); accepted < 280 || ratio < 1.8 || ratio > 2.2 {
-			t.Errorf("overloaded for 60 s: the host saw %d requests and accepted %d (%.2f times), want about 2 times with all 300 accepted", seen, accepted, ratio)
-		}
-		if seen+refused != 3000 {
-			t.Errorf("%d requests seen and %d refused locally, want 3000 in all", seen, refused)
-		}
-		requests(10 * time.Second)
-		if refused := requests(10 * time.Second); refused > 25 {
-			t.Errorf("recovered: %d of the 500 requests of the second window were refused locally, want at most 5%%", refused)
-		}
+			return false
+		})
 	})
 }
 

@@ -52,20 +52,27 @@ func benchServer(b *testing.B, variant string, sched *admission.Scheduler, dopts
 			return h(ctx, req)
 		}))
 	}
-	srv := grpc.NewServer(sopts...)
+	lis := bufconn.Listen(1 << 20)
+	return serveNoop(b, grpc.NewServer(sopts...), fixedAddrListener{lis, net.TCPAddrFromAddrPort(netip.MustParseAddrPort("203.0.113.7:5000"))},
+		"passthrough:///bufnet", append([]grpc.DialOption{
+			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })},
+			dopts...)...)
+}
+
+// serveNoop registers the no-op Clone with srv, serves it on lis, and
+// returns a client connected to target (insecure, with dopts). b.Cleanup
+// stops both.
+func serveNoop(b *testing.B, srv *grpc.Server, lis net.Listener, target string, dopts ...grpc.DialOption) *grpc.ClientConn {
+	b.Helper()
 	srv.RegisterService(&gitDesc, &gitServer{clone: func(context.Context, *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
 		return &wrapperspb.StringValue{}, nil
 	}})
-	lis := bufconn.Listen(1 << 20)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = srv.Serve(fixedAddrListener{lis, net.TCPAddrFromAddrPort(netip.MustParseAddrPort("203.0.113.7:5000"))})
+		_ = srv.Serve(lis)
 	}()
-	cc, err := grpc.NewClient("passthrough:///bufnet", append([]grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })},
-		dopts...)...)
+	cc, err := grpc.NewClient(target, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dopts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,18 +115,7 @@ func BenchmarkUnaryRPC(b *testing.B) {
 	sched := benchScheduler(b)
 	for _, v := range benchVariants {
 		b.Run("interceptor="+v, func(b *testing.B) {
-			cc := benchServer(b, v, sched)
-			req, resp := wrapperspb.String("github.com/golang/go"), new(wrapperspb.StringValue)
-			ctx := context.Background()
-			if err := cc.Invoke(ctx, cloneMethod, req, resp); err != nil { // connect outside the timing
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := cc.Invoke(ctx, cloneMethod, req, resp); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchCalls(b, benchServer(b, v, sched))
 		})
 	}
 }
@@ -141,7 +137,14 @@ func BenchmarkUnaryRPC(b *testing.B) {
 // the mean does. Read both.
 func BenchmarkUnaryRPCPaired(b *testing.B) {
 	mean, median := pairedCalls(b, benchVariants)
-	for i, v := range benchVariants {
+	reportPaired(b, benchVariants, mean, median)
+}
+
+// reportPaired reports the mean and median latency per call of each of the
+// three variants (none, noop, and the one measured) and the third one's
+// overhead in percent over the other two.
+func reportPaired(b *testing.B, variants []string, mean, median []float64) {
+	for i, v := range variants {
 		b.ReportMetric(mean[i], "ns-"+v+"/call")
 		b.ReportMetric(median[i], "p50-ns-"+v+"/call")
 	}
@@ -158,6 +161,13 @@ func BenchmarkUnaryRPCPaired(b *testing.B) {
 // read, for the mean and for the median call.
 func BenchmarkUnaryRPCNoise(b *testing.B) {
 	mean, median := pairedCalls(b, []string{benchNone, benchNone, benchFairseat})
+	reportNoise(b, mean, median)
+}
+
+// reportNoise reports the A/A difference of the first two variants (aa-)
+// and the third one's overhead over the first (fairseat-), for the mean
+// and for the median call.
+func reportNoise(b *testing.B, mean, median []float64) {
 	b.ReportMetric(100*(mean[1]-mean[0])/mean[0], "aa-overhead-%")
 	b.ReportMetric(100*(median[1]-median[0])/median[0], "aa-p50-overhead-%")
 	b.ReportMetric(100*(mean[2]-mean[0])/mean[0], "fairseat-overhead-%")

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/fairseat/fairseat/interceptors"
@@ -49,38 +48,21 @@ func clientConn(b *testing.B, network, variant string) *grpc.ClientConn {
 // returns a connected client.
 func loopbackServer(b *testing.B, dopts ...grpc.DialOption) *grpc.ClientConn {
 	b.Helper()
-	srv := grpc.NewServer()
-	srv.RegisterService(&gitDesc, &gitServer{clone: func(context.Context, *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
-		return &wrapperspb.StringValue{}, nil
-	}})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	cc, err := grpc.NewClient(lis.Addr().String(), append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dopts...)...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		cc.Close()
-		srv.Stop()
-		<-done
-	})
-	return cc
+	return serveNoop(b, grpc.NewServer(), lis, lis.Addr().String(), dopts...)
 }
 
 // BenchmarkUnaryClient measures one no-op unary RPC over bufconn or
-// loopback TCP, one at a time, to a server without interceptors, from a client without an
-// interceptor, with a no-op one, and with UnaryClientInterceptor (a level
-// lookup in the context, the throttle's decision and record, the trailer
-// call option). Every call succeeds: the plain case the interceptor must
-// not slow. Compare them with benchstat -col /client, running the
-// variants in turn from separate processes (benchmarks/client-overhead.sh).
+// loopback TCP, one at a time, to a server without interceptors, from a
+// client without an interceptor, with a no-op one, and with
+// UnaryClientInterceptor (a level lookup in the context, the throttle's
+// decision and record, the trailer call option). Every call succeeds: the
+// plain case the interceptor must not slow. Compare them with benchstat
+// -col /client, running the variants in turn from separate processes
+// (benchmarks/client-overhead.sh).
 func BenchmarkUnaryClient(b *testing.B) {
 	for _, network := range []string{netBufconn, netLoopback} {
 		for _, v := range clientVariants {
@@ -120,14 +102,7 @@ func BenchmarkUnaryClientPaired(b *testing.B) {
 				ccs[i] = clientConn(b, network, v)
 			}
 			mean, median := pairedOn(b, ccs)
-			for i, v := range clientVariants {
-				b.ReportMetric(mean[i], "ns-"+v+"/call")
-				b.ReportMetric(median[i], "p50-ns-"+v+"/call")
-			}
-			b.ReportMetric(100*(mean[2]-mean[0])/mean[0], "overhead-vs-none-%")
-			b.ReportMetric(100*(mean[2]-mean[1])/mean[1], "overhead-vs-noop-%")
-			b.ReportMetric(100*(median[2]-median[0])/median[0], "p50-overhead-vs-none-%")
-			b.ReportMetric(100*(median[2]-median[1])/median[1], "p50-overhead-vs-noop-%")
+			reportPaired(b, clientVariants, mean, median)
 		})
 	}
 }
@@ -141,10 +116,7 @@ func BenchmarkUnaryClientNoise(b *testing.B) {
 		b.Run("net="+network, func(b *testing.B) {
 			ccs := []*grpc.ClientConn{clientConn(b, network, clientNone), clientConn(b, network, clientNone), clientConn(b, network, clientFairseat)}
 			mean, median := pairedOn(b, ccs)
-			b.ReportMetric(100*(mean[1]-mean[0])/mean[0], "aa-overhead-%")
-			b.ReportMetric(100*(median[1]-median[0])/median[0], "aa-p50-overhead-%")
-			b.ReportMetric(100*(mean[2]-mean[0])/mean[0], "fairseat-overhead-%")
-			b.ReportMetric(100*(median[2]-median[0])/median[0], "fairseat-p50-overhead-%")
+			reportNoise(b, mean, median)
 		})
 	}
 }

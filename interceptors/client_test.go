@@ -48,37 +48,19 @@ func TestClientThrottlesOverloadedServer(t *testing.T) {
 		}
 		cc := e.client("203.0.113.7:5000", nil, grpc.WithUnaryInterceptor(
 			interceptors.UnaryClientInterceptor(interceptors.WithThrottle(10*time.Second, 2), seeded())))
-		// calls makes 50 calls a second for d and returns how many were
-		// refused locally.
-		calls := func(d time.Duration) (refused int) {
-			for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-				err := clone(t.Context(), cc, "r")
-				switch {
-				case errors.Is(err, interceptors.ErrRefusedLocally):
-					refused++
-					if status.Code(err) != codes.Unavailable {
-						t.Fatalf("local refusal %v, want the server's code, Unavailable", err)
-					}
-				case err != nil && status.Code(err) != codes.Unavailable:
-					t.Fatalf("call: %v", err)
+		capacitytest.Overload(t, b, func() bool {
+			err := clone(t.Context(), cc, "r")
+			switch {
+			case errors.Is(err, interceptors.ErrRefusedLocally):
+				if status.Code(err) != codes.Unavailable {
+					t.Fatalf("local refusal %v, want the server's code, Unavailable", err)
 				}
+				return true
+			case err != nil && status.Code(err) != codes.Unavailable:
+				t.Fatalf("call: %v", err)
 			}
-			return refused
-		}
-		calls(20 * time.Second)
-		b.Take(5)
-		refused := calls(60 * time.Second)
-		seen, accepted := b.Take(1000)
-		if ratio := float64(seen) / float64(accepted); accepted < 280 || ratio < 1.8 || ratio > 2.2 {
-			t.Errorf("overloaded for 60 s: the server saw %d calls and accepted %d (%.2f times), want about 2 times with all 300 accepted", seen, accepted, ratio)
-		}
-		if seen+refused != 3000 {
-			t.Errorf("%d calls seen and %d refused locally, want 3000 in all", seen, refused)
-		}
-		calls(10 * time.Second)
-		if refused := calls(10 * time.Second); refused > 25 {
-			t.Errorf("recovered: %d of the 500 calls of the second window were refused locally, want at most 5%%", refused)
-		}
+			return false
+		})
 	})
 }
 
