@@ -102,9 +102,10 @@ func newClient(opts []ClientOption) *client {
 // (codes.Unavailable or codes.ResourceExhausted), or under pushback the
 // code of the response that asked for it, with a RetryInfo detail of the
 // time left — as an error that errors.Is matches with ErrRefusedLocally.
-// Each interceptor has its own state: give one to every ClientConn of a
-// backend, or share one value. It panics on invalid options, and is safe
-// for concurrent use.
+// Each call of UnaryClientInterceptor makes a new, independent throttle
+// state; give one interceptor value to all the ClientConns of a backend
+// for them to share its counts. It panics on invalid options; the
+// interceptor is safe for concurrent use.
 func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 	c := newClient(opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
