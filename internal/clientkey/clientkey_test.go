@@ -243,3 +243,33 @@ func TestIPKeysZero(t *testing.T) {
 		}
 	}
 }
+
+// Hostile input to the key helpers: huge, malformed, control-character and
+// invalid-UTF-8 values never panic; Bound always returns a key within its
+// limit that is printable and keeps distinct inputs distinct; ParseAddr
+// refuses what is no address (a port it does not check: the host is what
+// counts); ParsePrefixes names the bad entry.
+func TestHostileInputs(t *testing.T) {
+	huge := strings.Repeat("9", 1<<16)
+	values := []string{huge, "ip:" + huge, "header:x:" + huge, "a\x00b\r\n", "\xff\xfe\xc3\x28", "", ":", "::::",
+		strings.Repeat("[", 1000), "[" + huge + "]:80", "1.2.3.4:" + huge, "%" + huge}
+	seen := map[string]string{}
+	for _, v := range values {
+		for _, maxLen := range []int{-1, 0, 79, 80, 128, 512} {
+			k := Bound(v, maxLen)
+			if limit := max(maxLen, 80); maxLen < 80 && len(k) > DefaultMaxLen || maxLen >= 80 && len(k) > limit || !printable(k) {
+				t.Errorf("Bound(%.20q, %d) = %q: over the limit or unprintable", v, maxLen, k)
+			}
+			if prev, ok := seen[k]; ok && prev != v {
+				t.Errorf("Bound maps %.20q and %.20q to %q", prev, v, k)
+			}
+			seen[k] = v
+		}
+		if a, ok := ParseAddr(v); ok && (!strings.HasPrefix(v, "1.2.3.4:") || a.String() != "1.2.3.4") {
+			t.Errorf("ParseAddr(%.20q) = %v, want failure", v, a)
+		}
+	}
+	if _, err := ParsePrefixes([]string{"10.0.0.0/8", "\xff/8"}); err == nil || !strings.Contains(err.Error(), `"\xff/8"`) {
+		t.Errorf("ParsePrefixes with an invalid entry: %v", err)
+	}
+}
