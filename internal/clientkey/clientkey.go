@@ -29,6 +29,9 @@ const DefaultIPv6Prefix = 64
 // DefaultMaxLen bounds keys; longer keys are hashed (see Bound).
 const DefaultMaxLen = 128
 
+// digestLen is the length of Bound's digest, "sha256:" and 64 hex digits.
+const digestLen = len("sha256:") + 64
+
 // IP returns the key of a client address: "ip:" and the IPv4 address (an
 // IPv4-mapped IPv6 address is unmapped first), or the IPv6 address masked to
 // v6Prefix bits in CIDR form. v6Prefix outside [1, 128] means
@@ -137,9 +140,11 @@ func ParseAddr(s string) (netip.Addr, bool) {
 
 // Bound makes a key safe to store and print: it returns key if it is at most
 // maxLen bytes of valid UTF-8 without control characters, and otherwise its
-// namespace (the bytes up to the first ':', if short and printable) followed
-// by a SHA-256 digest of the whole key, so that distinct keys stay distinct
-// and the namespace stays readable. maxLen below 80 means DefaultMaxLen.
+// namespace (the bytes up to the first ':', if short and printable, and if
+// it fits maxLen beside the digest) followed by a SHA-256 digest of the
+// whole key, so that distinct keys stay distinct and the namespace stays
+// readable. The result is never longer than maxLen. maxLen below 80 means
+// DefaultMaxLen.
 func Bound(key string, maxLen int) string {
 	if maxLen < 80 {
 		maxLen = DefaultMaxLen
@@ -148,7 +153,7 @@ func Bound(key string, maxLen int) string {
 		return key
 	}
 	ns := ""
-	if i := strings.IndexByte(key, ':'); i > 0 && i <= 16 && printable(key[:i]) {
+	if i := strings.IndexByte(key, ':'); i > 0 && i <= 16 && i+1+digestLen <= maxLen && printable(key[:i]) {
 		ns = key[:i+1]
 	}
 	sum := sha256.Sum256([]byte(key))

@@ -273,3 +273,15 @@ func TestHostileInputs(t *testing.T) {
 		t.Errorf("ParsePrefixes with an invalid entry: %v", err)
 	}
 }
+
+// A digest with its namespace fits the limit too: with maxLen between 80
+// and 87 a namespace of up to 16 bytes would not (found by FuzzBound).
+func TestBoundDigestFitsLimit(t *testing.T) {
+	for maxLen := 80; maxLen <= 90; maxLen++ {
+		for _, key := range []string{"000000000:\xff", "sixteen-bytes-ns:\x00", "ns:" + strings.Repeat("x", 100)} {
+			if got := Bound(key, maxLen); len(got) > maxLen {
+				t.Errorf("Bound(%q, %d) = %q, %d bytes", key, maxLen, got, len(got))
+			}
+		}
+	}
+}
