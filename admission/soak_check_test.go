@@ -189,7 +189,8 @@ func (k *soak) logOutcomes(c Counters) {
 //	MaxKeys·512 B + MaxCostEntries·512 B + 4 MiB
 //
 // over the heap before New, 4 MiB covering the free lists, the idle
-// resources, the soak's own bounded ledgers and the runtime's noise; the
+// resources, the soak's own bounded ledgers (its limit histories alone are
+// up to 20 · limitLogMax · 16 B = 320 KiB) and the runtime's noise; the
 // soak churns through at least 100,000 fresh keys, whose states, had they
 // been kept, would take 30 MB or more.
 func (k *soak) checkHeap(before, after uint64) {

@@ -39,7 +39,11 @@ import (
 // the scheduler's clock from its enqueue (later than the ledger's
 // submission) with paused time left out; so a job that started less than
 // that bound after the ledger's submission instant was not urgent, and the
-// tier check counts the others as possibly urgent and leaves them out.
+// tier check counts the others as possibly urgent and leaves them out. The
+// argument then runs over the last non-urgent job admitted, m, and m was
+// admitted no earlier than j only if j is not urgent itself: so only a job
+// that cannot have been urgent checks its tier (otherwise m may have been
+// admitted in a dry-run that ended before j was submitted).
 
 // limitLog is the history of one limit: the values it had, in clock order.
 // A value of math.MaxInt is "no limit". Only the last limitLogMax entries
@@ -56,7 +60,7 @@ type limitEntry struct {
 	v  int
 }
 
-const limitLogMax = 4096
+const limitLogMax = 1024
 
 func newLimitLog(v int) *limitLog { return &limitLog{entries: []limitEntry{{0, v}}} }
 
@@ -211,7 +215,10 @@ func (l *soakLedger) start(r *soakRun) {
 	if _, hi := l.typeLimit[r.typ].span(r.from); l.byType[r.typ] > hi {
 		l.report("%d jobs of type %s run, its limit at most %d", l.byType[r.typ], r.typ, hi)
 	}
-	if n, u := l.byTier[r.tier], l.urgentBy[r.tier]; n-u > l.tierCap[r.tier] {
+	// Only a job that was not urgent bounds the tier: the argument above
+	// needs the last non-urgent job admitted to be admitted no earlier than
+	// this one, which holds only if this one is not urgent.
+	if n, u := l.byTier[r.tier], l.urgentBy[r.tier]; !r.urgent && n-u > l.tierCap[r.tier] {
 		l.report("%d jobs of tier %d run (%d of them possibly urgent), tier cap %d", n, r.tier, u, l.tierCap[r.tier])
 	}
 	keyMax := l.defaultKey
