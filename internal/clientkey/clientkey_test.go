@@ -274,6 +274,58 @@ func TestHostileInputs(t *testing.T) {
 	}
 }
 
+// FuzzBound: a bounded key is within its limit and printable, a key that
+// is already both is kept, distinct keys stay distinct (a digest of the
+// whole key), and bounding twice changes nothing.
+func FuzzBound(f *testing.F) {
+	f.Add("ip:203.0.113.7", 0)
+	f.Add("header:x-tenant-id:"+strings.Repeat("a", 300), 128)
+	f.Add("header:\xff", 80)
+	f.Add("\x00:x", -5)
+	f.Fuzz(func(t *testing.T, key string, maxLen int) {
+		b := Bound(key, maxLen)
+		limit := maxLen
+		if limit < 80 {
+			limit = DefaultMaxLen
+		}
+		if len(b) > limit || !printable(b) || Bound(b, maxLen) != b {
+			t.Fatalf("Bound(%q, %d) = %q", key, maxLen, b)
+		}
+		if len(key) <= limit && printable(key) != (b == key) {
+			t.Fatalf("Bound(%q, %d) = %q: a short printable key must be kept, no other", key, maxLen, b)
+		}
+		if b != key && Bound(key+"\x00", maxLen) == b {
+			t.Fatalf("Bound maps %q and %q to %q", key, key+"\x00", b)
+		}
+	})
+}
+
+// FuzzParsePrefixes: a list either parses, and then contains each address
+// it names, or fails naming its bad entry; Contains never panics.
+func FuzzParsePrefixes(f *testing.F) {
+	f.Add("10.0.0.0/8,192.0.2.1", "10.1.2.3")
+	f.Add("2001:db8::/32, ::ffff:198.51.100.0/120", "198.51.100.7")
+	f.Add("10.0.0.0/33,\xff", "")
+	f.Fuzz(func(t *testing.T, list, addr string) {
+		entries := strings.Split(list, ",")
+		ps, err := ParsePrefixes(entries)
+		if err != nil {
+			if !strings.Contains(err.Error(), "clientkey: trusted prefix") {
+				t.Fatalf("ParsePrefixes(%q): %v", entries, err)
+			}
+			return
+		}
+		for _, e := range entries {
+			if a, err := netip.ParseAddr(strings.TrimSpace(e)); err == nil && !ps.Contains(a) {
+				t.Fatalf("ParsePrefixes(%q) does not contain its entry %v", entries, a)
+			}
+		}
+		if a, ok := ParseAddr(addr); ok {
+			_ = ps.Contains(a)
+		}
+	})
+}
+
 // A digest with its namespace fits the limit too: with maxLen between 80
 // and 87 a namespace of up to 16 bytes would not (found by FuzzBound).
 func TestBoundDigestFitsLimit(t *testing.T) {
