@@ -539,6 +539,38 @@
 // AllocationWeightChange. The series are the keys in Config.Keys at New;
 // keys given a policy later with SetKeyPolicy belong to "other".
 //
+// # Errors and panics
+//
+// Bad input is an error, never a panic or a hang (TestBadInput tries each):
+//
+//   - New, RegisterType and the setters (SetCapacity, SetTypeLimit,
+//     SetWeight, SetKeyPolicy, Pause, PauseKey) and NewRuntimePressure
+//     return an error wrapping [ErrInvalidConfig] that names the field for
+//     a zero, negative, NaN or infinite value where one is not allowed, a
+//     MinSeats or priority that cannot fit, or a type registered again
+//     with another config; an unregistered job type is [ErrUnknownJobType].
+//     A failed call changes nothing.
+//   - Acquire, RunSync and SubmitWith return ErrInvalidConfig for a nil
+//     context or fn (or a bad SubmitOption), ErrUnknownJobType for an
+//     unregistered type, and ctx.Err() for a context already done.
+//     Fairness keys and job IDs of any length or bytes are accepted:
+//     beyond MaxIdentifierLen they are folded to a digest.
+//   - Nil Options and SubmitOptions are ignored; a nil logger, provider or
+//     event handler means the default. WithTTL(0) keeps the type's MaxWait.
+//     Close(nil) waits as Close(context.Background()) does, and a second
+//     Close returns ErrClosed. ResumeKey of a key that is not paused, and
+//     Resume of a type that is not, do nothing; StarvationBound of an
+//     unknown type is NoStarvationBound.
+//   - A PressureSource reading of NaN counts as no pressure.
+//
+// Panics are kept for programming errors: releasing a Permit twice (or a
+// nil or zero Permit), DebugHandler(nil), and calling any method of a nil
+// or zero Scheduler (use New). A panic in RunSync's fn propagates to the
+// caller after the seat is released; a panic in a background job is
+// recovered and reported as [ErrJobPanicked]. A PressureSource or event
+// handler must not panic: the event handler's panics are recovered and
+// logged, but the pressure source is read under the scheduler's lock.
+//
 // # Concurrency and time
 //
 // The scheduler starts no goroutine except one per running background job
