@@ -109,6 +109,21 @@
 // whose job ID or caller cannot be determined (a missing path value, an
 // unparsable client address) gets 400.
 //
+// # Errors and panics
+//
+// What a client sends is never a reason to panic: malformed, huge,
+// control-character or invalid-UTF-8 headers, 10,000 header entries or a
+// missing job ID end in one of the statuses above (hostile_test.go and
+// FuzzRequest try them). Configuration is checked where it is given:
+// Middleware panics on a nil scheduler and Tag on a nil handler, as
+// http.Handle does, and Principal on a nil getter; nil options, a nil
+// KeyFunc, RejectHandler or exempt matcher, and WithMaxKeyLen below 80 mean
+// the defaults; a nil jobID function means no job ID; FirstOf skips nil
+// sources, and with none fails with ErrNoKey. ForwardedClient accepts any
+// peer and header (an invalid peer is returned as it is). RejectionFor(nil)
+// is a 500, and WriteRejection writes a Status that is no HTTP status as
+// 500 and a nil Err as the status text (bad_input_test.go tries each).
+//
 // The middleware wraps no http.ResponseWriter, so http.ResponseController,
 // flushing, hijacking and every optional interface of the server's writer
 // work as without it.

@@ -47,8 +47,12 @@ func ClientCert() KeyFunc {
 }
 
 // Principal keys a request by an identity the application's authentication
-// put in the request context; get returns it and whether there is one.
+// put in the request context; get returns it and whether there is one. It
+// panics if get is nil.
 func Principal(get func(context.Context) (string, bool)) KeyFunc {
+	if get == nil {
+		panic("httpmw: Principal: nil getter")
+	}
 	return func(r *http.Request) (string, error) {
 		if id, ok := get(r.Context()); ok && id != "" {
 			return "principal:" + id, nil

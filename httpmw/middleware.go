@@ -27,9 +27,13 @@ type stateKey struct{}
 
 // Middleware returns middleware that admits requests through s: routes
 // wrapped in [Tag] (and, with [WithDefaultJobType], all other routes) wait
-// for a seat before their handler runs. See the package doc.
+// for a seat before their handler runs. See the package doc. It panics if
+// s is nil.
 func Middleware(s *admission.Scheduler, opts ...Option) func(http.Handler) http.Handler {
-	cfg := buildConfig(opts)
+	cfg := buildConfig(opts) // options first: their own panics name the option
+	if s == nil {
+		panic("httpmw: Middleware: nil *admission.Scheduler")
+	}
 	return func(next http.Handler) http.Handler {
 		rt, _ := next.(router)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,8 +70,11 @@ func tagged(rt router, r *http.Request) bool {
 // job ID jobID returns (nil: no job ID, so no conflicts), before h runs, and
 // hold the seat until h returns. Tag must run inside [Middleware]; a request
 // that reaches it without the middleware fails with 500, since the route
-// cannot be protected.
+// cannot be protected. It panics if h is nil.
 func Tag(jobType admission.JobType, jobID JobIDFunc, h http.Handler) http.Handler {
+	if h == nil {
+		panic(fmt.Sprintf("httpmw: Tag(%q): nil handler", jobType))
+	}
 	return &taggedHandler{typ: jobType, id: jobID, h: h}
 }
 

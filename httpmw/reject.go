@@ -26,8 +26,16 @@ type RejectHandler func(http.ResponseWriter, *http.Request, Rejection)
 
 // RejectionFor is the response the middleware gives for an admission error,
 // for handlers that call the scheduler themselves (a Submit that failed):
-// pass it to WriteRejection or a RejectHandler.
-func RejectionFor(err error) Rejection { return rejection(err) }
+// pass it to WriteRejection or a RejectHandler. A nil err is the caller's
+// bug, answered 500.
+func RejectionFor(err error) Rejection {
+	if err == nil {
+		return Rejection{Status: http.StatusInternalServerError, Err: errNilRejection}
+	}
+	return rejection(err)
+}
+
+var errNilRejection = errors.New("httpmw: RejectionFor(nil): there is no error to answer")
 
 // rejection maps an admission error to its response: the caller's own share
 // (RejectedError.PerKey) is 429, the server's overload, wait timeout and
@@ -50,9 +58,17 @@ func rejection(err error) Rejection {
 // (rounded up) for 429 and 503, and a short body — JSON
 // {"error": ..., "retry_after_seconds": ...} when the client accepts
 // application/json, plain text otherwise. Server errors (500) say only that,
-// not why: the reason is the operator's, not the client's.
+// not why: the reason is the operator's, not the client's. A Status that
+// is no HTTP status code (outside 100-999, which net/http would panic on)
+// is written as 500, and a nil Err as the status text.
 func WriteRejection(w http.ResponseWriter, r *http.Request, rej Rejection) {
-	msg := rej.Err.Error()
+	if rej.Status < 100 || rej.Status > 999 {
+		rej.Status = http.StatusInternalServerError
+	}
+	msg := http.StatusText(rej.Status)
+	if rej.Err != nil {
+		msg = rej.Err.Error()
+	}
 	if rej.Status >= 500 && rej.Status != http.StatusServiceUnavailable {
 		msg = http.StatusText(rej.Status)
 	}
@@ -63,7 +79,7 @@ func WriteRejection(w http.ResponseWriter, r *http.Request, rej Rejection) {
 	}
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
-	if acceptsJSON(r) {
+	if r != nil && acceptsJSON(r) {
 		h.Set("Content-Type", "application/json")
 		w.WriteHeader(rej.Status)
 		body := struct {
