@@ -165,6 +165,24 @@
 // target are throttled separately, each bounded to about K times its own
 // accepts.
 //
+// # Errors and panics
+//
+// What a client sends is never a reason to panic: hostile metadata (huge,
+// malformed, control characters, invalid UTF-8, 10,000 entries), a request
+// message without the job ID field, or a peer without an IP address end in
+// one of the statuses below (hostile_test.go and the fuzz targets try
+// them). Configuration is checked when the interceptors are built, and
+// what cannot work panics there, as http.ServeMux does: a nil scheduler, a
+// malformed route pattern or MatchMethods pattern, an invalid StreamMode,
+// a Field path that is no proto name, Principal(nil) and
+// TrustedMetadata with a nil predicate. Nil options, a nil KeyFunc,
+// StatusFunc or exempt matcher mean the defaults; a nil JobID means no job
+// ID; FirstOf skips nil sources and with none fails with ErrNoKey;
+// PeerIn() trusts nobody; WithMaxKeyLen below 80 means 128 bytes. A
+// StatusFunc's nil or OK status means DefaultStatus's; DefaultStatus(ctx,
+// nil) is OK, and AddRetryInfo asks for at least 1 ms, whatever d (a nil
+// status stays nil). TestBadInput tries each.
+//
 // # Rejections
 //
 // [DefaultStatus] maps why a call was not admitted to its status:

@@ -6,6 +6,15 @@
 // Keys are namespaced by their source ("ip:", "spiffe:", "subject:",
 // "header:", "principal:"), so a value from one source can never collide
 // with, and so borrow the share of, a value from another.
+//
+// # Errors and panics
+//
+// Every function takes any value without panicking: an invalid address is
+// keyed "ip:invalid", a v6Prefix or maxLen out of range means the default,
+// ParseAddr reports what it cannot parse, ParsePrefixes names the bad
+// entry, Cert of no verified chain is "", First skips nil sources, and nil
+// or empty Prefixes trust nothing. The one panic is a method of a nil
+// *IPKeys (use NewIPKeys or the zero value). TestBadInput tries each.
 package clientkey
 
 import (

@@ -1,6 +1,8 @@
 package clientkey
 
 import (
+	"crypto/x509"
+	"errors"
 	"net/netip"
 	"strings"
 	"sync"
@@ -336,4 +338,33 @@ func TestBoundDigestFitsLimit(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Bad input: defaults and clear results, and the one documented panic (see
+// "Errors and panics" in the package doc).
+func TestBadInput(t *testing.T) {
+	if k := IP(netip.Addr{}, -1); k != "ip:invalid" {
+		t.Errorf("IP(invalid, -1) = %q", k)
+	}
+	if k := NewIPKeys(1 << 20).Key(netip.MustParseAddr("2001:db8::1")); k != "ip:2001:db8::/64" {
+		t.Errorf("NewIPKeys(huge prefix).Key = %q", k)
+	}
+	if Cert(nil) != "" || Cert([][]*x509.Certificate{{}}) != "" {
+		t.Error("Cert of no chain is not empty")
+	}
+	if k, err := First[int, func(int) (string, error)](0, errors.New("none"), []func(int) (string, error){nil}); err == nil || k != "" {
+		t.Errorf("First of a nil source = %q, %v", k, err)
+	}
+	if ps, err := ParsePrefixes(nil); err != nil || len(ps) != 0 || ps.Contains(netip.MustParseAddr("10.0.0.1")) {
+		t.Errorf("ParsePrefixes(nil) = %v, %v", ps, err)
+	}
+	if Prefixes(nil).Contains(netip.Addr{}) {
+		t.Error("nil Prefixes contain the invalid address")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Key of a nil *IPKeys did not panic")
+		}
+	}()
+	(*IPKeys)(nil).Key(netip.MustParseAddr("10.0.0.1"))
 }

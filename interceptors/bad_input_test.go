@@ -1,0 +1,107 @@
+package interceptors_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/interceptors"
+)
+
+// Bad input to every exported function: the documented panic for
+// configuration that cannot work, a default or the documented status for
+// the rest (see "Errors and panics" in the package doc).
+func TestBadInput(t *testing.T) {
+	s, err := admission.New(admission.Config{Capacity: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	route := func(pattern string, r interceptors.Route) interceptors.Option {
+		return interceptors.WithRoutes(interceptors.Routes{pattern: r})
+	}
+	for _, tc := range []struct {
+		name string
+		call func()
+		want string
+	}{
+		{"UnaryServerInterceptor(nil)", func() { interceptors.UnaryServerInterceptor(nil) }, "nil *admission.Scheduler"},
+		{"StreamServerInterceptor(nil)", func() { interceptors.StreamServerInterceptor(nil) }, "nil *admission.Scheduler"},
+		{"malformed route", func() { interceptors.UnaryServerInterceptor(s, route("Clone", interceptors.Route{})) }, "route pattern"},
+		{"empty route", func() { interceptors.UnaryServerInterceptor(s, route("", interceptors.Route{})) }, "route pattern"},
+		{"invalid StreamMode", func() { interceptors.StreamServerInterceptor(s, route(cloneMethod, interceptors.Route{Stream: -1})) }, "invalid"},
+		{"invalid default StreamMode", func() {
+			interceptors.StreamServerInterceptor(s, interceptors.WithDefaultRoute(interceptors.Route{Stream: 99}))
+		}, "invalid"},
+		{"MatchMethods(bad)", func() { interceptors.MatchMethods("/a/b/c") }, "route pattern"},
+		{"Field(bad path)", func() { interceptors.Field("a..b") }, "not a valid proto field name"},
+		{"Field(\"\")", func() { interceptors.Field("") }, "not a valid proto field name"},
+		{"Principal(nil)", func() { interceptors.Principal(nil) }, "nil getter"},
+		{"TrustedMetadata(key, nil)", func() { interceptors.TrustedMetadata("x-tenant-id", nil) }, "nil trusted-peer predicate"},
+	} {
+		if got := panicOf(tc.call); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: panic %q, want one saying %q", tc.name, got, tc.want)
+		}
+	}
+
+	// Nil options, functions and values mean the defaults.
+	unary := interceptors.UnaryServerInterceptor(s, nil, interceptors.WithKeyFunc(nil), interceptors.WithStatusFunc(nil),
+		interceptors.WithExempt(nil), interceptors.WithRoutes(nil), interceptors.WithMaxKeyLen(-1),
+		interceptors.WithDefaultRoute(interceptors.Route{Type: "unregistered"}))
+	_, err = unary(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: cloneMethod}, func(context.Context, any) (any, error) { return nil, nil })
+	if status.Code(err) != codes.InvalidArgument { // no peer: no key
+		t.Errorf("a call without a peer: %v, want InvalidArgument", err)
+	}
+	if _, err := interceptors.FirstOf()(context.Background()); !errors.Is(err, interceptors.ErrNoKey) {
+		t.Errorf("FirstOf(): %v", err)
+	}
+	if _, err := interceptors.FirstOf(nil, nil)(context.Background()); !errors.Is(err, interceptors.ErrNoKey) {
+		t.Errorf("FirstOf(nil, nil): %v", err)
+	}
+	if interceptors.PeerIn()(context.Background()) {
+		t.Error("PeerIn() trusts a call without a peer")
+	}
+	if _, err := interceptors.MetadataValue("")(context.Background(), nil); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("MetadataValue(\"\"): %v", err)
+	}
+	if _, err := interceptors.Field("value")(context.Background(), nil); status.Code(err) != codes.Internal {
+		t.Errorf("Field of a nil request: %v", err)
+	}
+	if st := interceptors.DefaultStatus(context.Background(), nil); st.Code() != codes.OK {
+		t.Errorf("DefaultStatus(nil) = %v", st)
+	}
+	if st := interceptors.AddRetryInfo(nil, time.Hour); st != nil {
+		t.Errorf("AddRetryInfo(nil) = %v", st)
+	}
+	for _, d := range []time.Duration{-time.Hour, 0, 1, 1<<63 - 1} {
+		st := interceptors.AddRetryInfo(status.New(codes.Unavailable, "x"), d)
+		if len(st.Details()) != 1 || st.Details()[0].(*errdetails.RetryInfo).GetRetryDelay().AsDuration() < time.Millisecond {
+			t.Errorf("AddRetryInfo(%v) = %v", d, st.Details())
+		}
+	}
+	if m := interceptors.StreamMode(42).String(); m != "StreamMode(42)" {
+		t.Errorf("StreamMode(42) = %q", m)
+	}
+}
+
+// panicOf returns what f panicked with, or "".
+func panicOf(f func()) (msg string) {
+	defer func() {
+		if v := recover(); v != nil {
+			msg, _ = v.(string)
+			if msg == "" {
+				msg = "a panic that is not a string"
+			}
+		}
+	}()
+	f()
+	return ""
+}
