@@ -57,10 +57,9 @@ type httpSoak struct {
 	sum  soaktest.Summary
 	tr   *http.Transport
 
-	url      atomic.Pointer[string] // the server clients call
-	stopping atomic.Int64           // stops in progress (clients may see transport errors)
-	stopSeq  atomic.Int64           // stops begun, ever
-	stop     atomic.Bool
+	url   atomic.Pointer[string] // the server clients call
+	stops soaktest.Stops
+	stop  atomic.Bool
 
 	entered, finished atomic.Int64 // requests the server saw
 	started, returned atomic.Int64 // requests the clients made
@@ -229,10 +228,6 @@ func (p panicCounter) Write(b []byte) (int, error) {
 
 // shutdown stops srv gracefully while clients keep calling.
 func (k *httpSoak) shutdown(srv *http.Server) {
-	k.stopSeq.Add(1)
-	k.stopping.Add(1)
-	defer k.stopping.Add(-1)
-	k.sum.Faults.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
@@ -243,23 +238,19 @@ func (k *httpSoak) shutdown(srv *http.Server) {
 func (k *httpSoak) run(d time.Duration) time.Duration {
 	start := time.Now()
 	var serving, clients sync.WaitGroup
-	first := k.serve(&serving)
-	for i := range httpSoakClients {
-		clients.Go(func() {
-			rng := rand.New(rand.NewPCG(k.seed, uint64(i)))
-			for !k.stop.Load() {
-				k.call(rng)
-			}
-		})
-	}
-	time.Sleep(d / 2)
-	k.stopping.Add(1) // the switch: calls already aimed at the first server may fail
-	second := k.serve(&serving)
-	k.shutdown(first)
-	k.stopping.Add(-1)
-	time.Sleep(d / 2)
-	k.stopping.Add(1) // for good: from here on clients may see refusals until they stop
-	k.shutdown(second)
+	k.stops.Handover(&k.sum, d, func() func() {
+		srv := k.serve(&serving)
+		return func() { k.shutdown(srv) }
+	}, func() {
+		for i := range httpSoakClients {
+			clients.Go(func() {
+				rng := rand.New(rand.NewPCG(k.seed, uint64(i)))
+				for !k.stop.Load() {
+					k.call(rng)
+				}
+			})
+		}
+	})
 	k.stop.Store(true)
 	clients.Wait()
 	serving.Wait()
@@ -275,7 +266,7 @@ func (k *httpSoak) call(rng *rand.Rand) {
 	k.started.Add(1)
 	defer k.returned.Add(1)
 	k.sum.Operations.Add(1)
-	stops := k.stopSeq.Load()
+	stops := k.stops.Seq()
 	fault := false
 	repo := fmt.Sprintf("r%d", rng.IntN(8))
 	method, path := "POST", "/repos/"+repo+"/clone"
@@ -324,7 +315,7 @@ func (k *httpSoak) call(rng *rand.Rand) {
 	resp, err := (&http.Client{Transport: k.tr}).Do(req)
 	if err != nil {
 		switch {
-		case fault || k.stopping.Load() > 0 || k.stopSeq.Load() != stops:
+		case fault || k.stops.Explains(stops):
 			k.count("transport error")
 		case (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil:
 			// The long run met this a few times in 10^5 requests: a context

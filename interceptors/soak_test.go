@@ -65,10 +65,9 @@ type grpcSoak struct {
 	s    *admission.Scheduler
 	sum  soaktest.Summary
 
-	addr     atomic.Pointer[string] // the server new connections dial
-	stopping atomic.Int64           // stops in progress (or for good)
-	stopSeq  atomic.Int64
-	stop     atomic.Bool
+	addr  atomic.Pointer[string] // the server new connections dial
+	stops soaktest.Stops
+	stop  atomic.Bool
 
 	entered, finished atomic.Int64 // calls the server saw
 	started, returned atomic.Int64 // calls the clients made
@@ -307,27 +306,14 @@ func (k *grpcSoak) serve(done *sync.WaitGroup) *grpc.Server {
 	return srv
 }
 
-func (k *grpcSoak) gracefulStop(srv *grpc.Server) {
-	k.stopSeq.Add(1)
-	k.sum.Faults.Add(1)
-	srv.GracefulStop()
-}
-
 func (k *grpcSoak) run(d time.Duration) time.Duration {
 	start := time.Now()
 	var serving, clients sync.WaitGroup
-	first := k.serve(&serving)
-	for i := range grpcSoakClients {
-		clients.Go(func() { k.client(i) })
-	}
-	time.Sleep(d / 2)
-	k.stopping.Add(1)
-	second := k.serve(&serving)
-	k.gracefulStop(first)
-	k.stopping.Add(-1)
-	time.Sleep(d / 2)
-	k.stopping.Add(1) // for good
-	k.gracefulStop(second)
+	k.stops.Handover(&k.sum, d, func() func() { return k.serve(&serving).GracefulStop }, func() {
+		for i := range grpcSoakClients {
+			clients.Go(func() { k.client(i) })
+		}
+	})
 	k.stop.Store(true)
 	clients.Wait()
 	serving.Wait()
@@ -371,7 +357,7 @@ func (k *grpcSoak) call(rng *rand.Rand, cc *grpc.ClientConn) (hungUp bool) {
 	k.started.Add(1)
 	defer k.returned.Add(1)
 	k.sum.Operations.Add(1)
-	stops := k.stopSeq.Load()
+	stops := k.stops.Seq()
 	fault := false
 	b := "ok"
 	if n := rng.IntN(20); n < 6 {
@@ -445,10 +431,10 @@ func (k *grpcSoak) call(rng *rand.Rand, cc *grpc.ClientConn) (hungUp bool) {
 		k.sum.Violationf(k.t, "%s (%s): unexpected status %v", method, b, err)
 	}
 	if code == codes.Unavailable && !strings.Contains(status.Convert(err).Message(), "admission:") &&
-		k.stopping.Load() == 0 && k.stopSeq.Load() == stops && !hungUp {
+		!k.stops.Explains(stops) && !hungUp {
 		k.sum.Violationf(k.t, "%s: transport failure with no server stopping: %v", method, err)
 	}
-	if code == codes.Unavailable && k.stopping.Load() > 0 {
+	if code == codes.Unavailable && k.stops.Active() {
 		time.Sleep(time.Millisecond) // no tight loop of refusals while a server stops
 	}
 	return hungUp

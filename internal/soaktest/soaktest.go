@@ -117,3 +117,45 @@ func (s *Summary) Lostf(t testing.TB, format string, args ...any) {
 		t.Errorf("outcome lost: %s", fmt.Sprintf(format, args...))
 	}
 }
+
+// Stops tracks the servers a soak stops under load, so that a transport
+// error can be told from a fault: a call that overlapped a stop may fail
+// at the transport, any other may not. Its zero value is ready; it is safe
+// for concurrent use.
+type Stops struct {
+	active atomic.Int64 // stops in progress (or for good)
+	begun  atomic.Int64 // stops begun, ever
+}
+
+// Seq is read when a call begins; Explains(seq) when it has failed.
+func (s *Stops) Seq() int64 { return s.begun.Load() }
+
+// Explains reports whether a stop was in progress, or began, since the
+// call that read seq began.
+func (s *Stops) Explains(seq int64) bool { return s.active.Load() > 0 || s.begun.Load() != seq }
+
+// Active reports whether a stop is in progress.
+func (s *Stops) Active() bool { return s.active.Load() > 0 }
+
+// Handover runs a soak's servers: serve starts one (and points new calls
+// at it) and returns how to stop it gracefully. Once the first serves,
+// load starts the clients; the first serves for d/2, then a second takes
+// over while the first stops under load; after another d/2 the second
+// stops under load too, and Handover returns once it has stopped (calls
+// keep failing from then on: the stop is for good).
+func (s *Stops) Handover(sum *Summary, d time.Duration, serve func() (stop func()), load func()) {
+	stopFirst := serve()
+	load()
+	time.Sleep(d / 2)
+	s.active.Add(1) // calls already aimed at the first server may fail
+	s.begun.Add(1)
+	stopSecond := serve()
+	sum.Faults.Add(1)
+	stopFirst()
+	s.active.Add(-1)
+	time.Sleep(d / 2)
+	s.active.Add(1) // for good
+	s.begun.Add(1)
+	sum.Faults.Add(1)
+	stopSecond()
+}
