@@ -53,6 +53,10 @@ func TestBadInput(t *testing.T) {
 			_, err := New(Config{Capacity: 1, Pressure: &PressureConfig{Source: PressureFunc(func() float64 { return 0 }), Threshold: math.NaN()}})
 			return err
 		}, ErrInvalidConfig},
+		{"New: WithCostStore every -1", func() error {
+			_, err := New(Config{Capacity: 1}, WithCostStore(FileCostStore(t.TempDir()+"/costs"), -1))
+			return err
+		}, ErrInvalidConfig},
 		{"RegisterType: empty name", func() error { return s.RegisterType("", JobTypeConfig{Priority: 1}) }, ErrInvalidConfig},
 		{"RegisterType: Priority 0", func() error { return s.RegisterType("p0", JobTypeConfig{}) }, ErrInvalidConfig},
 		{"RegisterType: Priority -5", func() error { return s.RegisterType("pn", JobTypeConfig{Priority: -5}) }, ErrInvalidConfig},
@@ -118,8 +122,11 @@ func TestBadInput(t *testing.T) {
 		t.Error("Retryable(nil) is not nil")
 	}
 	s.ResumeKey("never paused") // a no-op
-	if _, err := New(Config{Capacity: 1}, nil, WithLogger(nil), WithTracerProvider(nil), WithMeterProvider(nil), WithEventHandler(nil)); err != nil {
+	if _, err := New(Config{Capacity: 1}, nil, WithLogger(nil), WithTracerProvider(nil), WithMeterProvider(nil), WithEventHandler(nil), WithCostStore(nil, 0)); err != nil {
 		t.Errorf("nil options: %v", err)
+	}
+	if err := FileCostStore("").Save(context.Background(), nil); err == nil {
+		t.Error("FileCostStore(\"\").Save succeeded")
 	}
 	p, err := s.Acquire(context.Background(), Request{Type: "fg", JobID: huge, FairnessKey: huge})
 	must(t, err) // oversized identifiers are folded (MaxIdentifierLen)

@@ -555,8 +555,11 @@
 //     unregistered type, and ctx.Err() for a context already done.
 //     Fairness keys and job IDs of any length or bytes are accepted:
 //     beyond MaxIdentifierLen they are folded to a digest.
-//   - Nil Options and SubmitOptions are ignored; a nil logger, provider or
-//     event handler means the default. WithTTL(0) keeps the type's MaxWait.
+//   - Nil Options and SubmitOptions are ignored; a nil logger, provider,
+//     event handler or cost store means the default (none for the store),
+//     and a negative WithCostStore interval is ErrInvalidConfig; a
+//     FileCostStore whose path cannot be written fails its Saves, logged
+//     and counted. WithTTL(0) keeps the type's MaxWait.
 //     Close(nil) waits as Close(context.Background()) does, and a second
 //     Close returns ErrClosed. ResumeKey of a key that is not paused, and
 //     Resume of a type that is not, do nothing; StarvationBound of an
