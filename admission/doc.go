@@ -567,8 +567,8 @@
 //   - A PressureSource reading of NaN counts as no pressure.
 //
 // Panics are kept for programming errors: releasing a Permit twice (or a
-// nil or zero Permit), DebugHandler(nil), and calling any method of a nil
-// or zero Scheduler (use New). A panic in RunSync's fn propagates to the
+// nil or zero Permit), DebugHandler(nil), and a nil or zero Scheduler,
+// whose methods may panic (use New). A panic in RunSync's fn propagates to the
 // caller after the seat is released; a panic in a background job is
 // recovered and reported as [ErrJobPanicked]. A PressureSource or event
 // handler must not panic: the event handler's panics are recovered and
