@@ -57,6 +57,13 @@ func TestBadInput(t *testing.T) {
 			_, err := New(Config{Capacity: 1}, WithCostStore(FileCostStore(t.TempDir()+"/costs"), -1))
 			return err
 		}, ErrInvalidConfig},
+		{"New: Adaptive.Min -1", func() error { _, err := New(Config{Adaptive: &AdaptiveConfig{Min: -1, Max: 4}}); return err }, ErrInvalidConfig},
+		{"New: Adaptive.Max below Min", func() error { _, err := New(Config{Adaptive: &AdaptiveConfig{Min: 4, Max: 2}}); return err }, ErrInvalidConfig},
+		{"New: Adaptive.Smoothing NaN", func() error {
+			_, err := New(Config{Adaptive: &AdaptiveConfig{Min: 1, Max: 4, Smoothing: math.NaN()}})
+			return err
+		}, ErrInvalidConfig},
+		{"SetAdaptiveBounds on a fixed capacity", func() error { return s.SetAdaptiveBounds(1, 2) }, ErrInvalidConfig},
 		{"RegisterType: empty name", func() error { return s.RegisterType("", JobTypeConfig{Priority: 1}) }, ErrInvalidConfig},
 		{"RegisterType: Priority 0", func() error { return s.RegisterType("p0", JobTypeConfig{}) }, ErrInvalidConfig},
 		{"RegisterType: Priority -5", func() error { return s.RegisterType("pn", JobTypeConfig{Priority: -5}) }, ErrInvalidConfig},

@@ -544,7 +544,8 @@
 // Bad input is an error, never a panic or a hang (TestBadInput tries each):
 //
 //   - New, RegisterType and the setters (SetCapacity, SetTypeLimit,
-//     SetWeight, SetKeyPolicy, Pause, PauseKey) and NewRuntimePressure
+//     SetWeight, SetKeyPolicy, SetAdaptiveBounds, Pause, PauseKey) and
+//     NewRuntimePressure
 //     return an error wrapping [ErrInvalidConfig] that names the field for
 //     a zero, negative, NaN or infinite value where one is not allowed, a
 //     MinSeats or priority that cannot fit, or a type registered again
