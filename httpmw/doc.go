@@ -116,7 +116,9 @@
 // missing job ID end in one of the statuses above (hostile_test.go and
 // FuzzRequest try them). Configuration is checked where it is given:
 // Middleware panics on a nil scheduler and Tag on a nil handler, as
-// http.Handle does, and Principal on a nil getter; nil options, a nil
+// http.Handle does, Principal on a nil getter, and Middleware and
+// Transport on an option they cannot use (WithCriticalityOffsets for a
+// value that is not a level; Transport's throttle options), naming it; nil options, a nil
 // KeyFunc, RejectHandler or exempt matcher, and WithMaxKeyLen below 80 mean
 // the defaults; a nil jobID function means no job ID; FirstOf skips nil
 // sources, and with none fails with ErrNoKey. ForwardedClient accepts any

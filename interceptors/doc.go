@@ -174,8 +174,10 @@
 // them). Configuration is checked when the interceptors are built, and
 // what cannot work panics there, as http.ServeMux does: a nil scheduler, a
 // malformed route pattern or MatchMethods pattern, an invalid StreamMode,
-// a Field path that is no proto name, Principal(nil) and
-// TrustedMetadata with a nil predicate. Nil options, a nil KeyFunc,
+// a Field path that is no proto name, Principal(nil), TrustedMetadata
+// with a nil predicate, and an option the server or client interceptors
+// cannot use (WithCriticalityOffsets for a value that is not a level, the
+// client's throttle options), naming it. Nil options, a nil KeyFunc,
 // StatusFunc or exempt matcher mean the defaults; a nil JobID means no job
 // ID; FirstOf skips nil sources and with none fails with ErrNoKey;
 // PeerIn() trusts nobody; WithMaxKeyLen below 80 means 128 bytes. A
