@@ -209,7 +209,7 @@ func (s *Scheduler) submitLocked(j *job, t *typeState, key string, now int64, wa
 		}
 		if b := j.bg; b.ttl > 0 {
 			b.expiresAt = now + int64(b.ttl)
-			b.timer = time.AfterFunc(b.ttl, func() { s.expire(j) })
+			b.timer = s.afterFunc(b.ttl, func() { s.expire(j) })
 			if j.frozenAt != 0 {
 				b.timer.Stop() // arrived paused: its TTL starts when the pause lifts
 			}
@@ -269,7 +269,7 @@ func (s *Scheduler) retryLocked(j *job, err error, now int64) bool {
 	backoff = min(backoff, ceiling)
 	s.counters.Retried++
 	s.retrying[j] = true
-	j.bg.timer = time.AfterFunc(backoff, func() { s.requeue(j) })
+	j.bg.timer = s.afterFunc(backoff, func() { s.requeue(j) })
 	return true
 }
 

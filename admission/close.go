@@ -104,6 +104,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 		g.timer.Stop()
 	}
 	s.mu.Unlock()
+	s.timers.Wait() // a timer function that began before stopped was set
 	s.stopObservability()
 	return err
 }

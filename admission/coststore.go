@@ -133,7 +133,7 @@ func (s *Scheduler) startCostStore(store CostStore, every time.Duration) {
 	} else {
 		s.keepAsideLocked(ests, now)
 	}
-	cs.timer = time.AfterFunc(every, s.saveCostsOnTimer)
+	cs.timer = s.afterFunc(every, s.saveCostsOnTimer)
 	s.mu.Unlock()
 	if err != nil {
 		s.log.Warn("admission: cost store load failed; starting with no learned costs", "err", err)

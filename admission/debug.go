@@ -175,6 +175,7 @@ type debugCounters struct {
 	CostLoadFailures    uint64 `json:"cost_load_failures"`
 	CostSaveFailures    uint64 `json:"cost_save_failures"`
 	RejectedOverload    uint64 `json:"rejected_overload"`
+	PressureFailures    uint64 `json:"pressure_failures"`
 }
 
 // debugAdaptive is adaptive capacity's part of the JSON (null when the
@@ -271,7 +272,7 @@ func (c debugCounters) List() []debugCounter {
 		{"cost_entries_loaded", c.CostEntriesLoaded}, {"cost_entries_skipped", c.CostEntriesSkipped},
 		{"cost_saves", c.CostSaves}, {"cost_entries_saved", c.CostEntriesSaved},
 		{"cost_load_failures", c.CostLoadFailures}, {"cost_save_failures", c.CostSaveFailures},
-		{"rejected_overload", c.RejectedOverload},
+		{"rejected_overload", c.RejectedOverload}, {"pressure_failures", c.PressureFailures},
 	}
 }
 

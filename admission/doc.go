@@ -571,9 +571,10 @@
 // nil or zero Permit), DebugHandler(nil), and a nil or zero Scheduler,
 // whose methods may panic (use New). A panic in RunSync's fn propagates to the
 // caller after the seat is released; a panic in a background job is
-// recovered and reported as [ErrJobPanicked]. A PressureSource or event
-// handler must not panic: the event handler's panics are recovered and
-// logged, but the pressure source is read under the scheduler's lock.
+// recovered and reported as [ErrJobPanicked]. A panic in an event handler
+// is recovered and logged; a panic in a PressureSource is recovered, its
+// reading counts as no pressure, and Counters.PressureFailures counts it
+// (the source is read under the scheduler's lock, which must not stay held).
 //
 // # Concurrency and time
 //
@@ -581,7 +582,8 @@
 // and, when an event handler is set, the one that delivers events (timers it
 // arms — pause deadlines, background TTLs and retry backoffs, the pressure
 // gate's re-check, the cost store's saves — run their function in a
-// goroutine when they fire, and Close stops them).
+// goroutine when they fire; Close stops them and waits for any that has
+// already begun, so no scheduler code runs after Close returns).
 // Waiters park on their own channel, never on a mutex held across a wait.
 // Decision functions take the current time as an argument and public methods
 // read the clock once, so tests run under testing/synctest with fake time.

@@ -142,7 +142,7 @@ func (s *Scheduler) armPause(p *pause, d time.Duration, now int64, current func(
 		return
 	}
 	p.until = now + int64(d)
-	p.timer = time.AfterFunc(d, func() {
+	p.timer = s.afterFunc(d, func() {
 		_ = s.reconfigure(func(now int64) error {
 			if current() {
 				resume(now)

@@ -74,9 +74,30 @@ func (s *Scheduler) refreshPressureLocked(now int64) {
 		return
 	}
 	g.at = now
-	g.value = g.cfg.Source.Pressure()
+	v, ok := readPressure(g.cfg.Source)
+	if !ok {
+		s.counters.PressureFailures++
+		v = 0 // a broken source holds nothing back (see readPressure)
+	}
+	g.value = v
 	g.high = g.value >= g.cfg.Threshold
 	s.pressureReadLocked(g.value, now)
+}
+
+// readPressure reads src, and reports false if it panicked. The source is
+// read under the scheduler's lock, and a panic there would leave the lock
+// held and every later call hung; so a panicking source is recovered, its
+// reading counts as no pressure (Counters.PressureFailures counts it), and
+// the scheduler goes on as if the gate were off: a broken sensor must not
+// stop the server, only its gating. A reading of NaN counts as no pressure
+// as well (NaN is not at or above any threshold).
+func readPressure(src PressureSource) (v float64, ok bool) {
+	defer func() {
+		if recover() != nil {
+			v, ok = 0, false
+		}
+	}()
+	return src.Pressure(), true
 }
 
 // pressureHolds reports whether the gate holds back work of effective

@@ -54,7 +54,7 @@ type Scheduler struct {
 	vsys    float64 // V_sys, never decreases
 	seq     uint64  // last assigned job sequence number
 	closing bool    // Close was called
-	stopped bool    // Close is done: no timer is armed again
+	stopped bool    // Close is done: no timer is armed again and no timer function starts (afterFunc)
 	dryRun  bool    // Config.DryRun, or SetDryRun
 	// overSeated is set when SetCapacity or SetTypeLimit lowered a limit
 	// below the jobs running under it (never pre-empted); the test-only
@@ -112,6 +112,7 @@ type Scheduler struct {
 	baseCtx    context.Context    // parent of background jobs' contexts
 	cancelBase context.CancelFunc // cancels them at Close
 	wg         sync.WaitGroup     // background job goroutines
+	timers     sync.WaitGroup     // timer functions running (afterFunc); Close waits for them
 }
 
 // New returns a scheduler for cfg, or an error wrapping [ErrInvalidConfig]
@@ -162,7 +163,7 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		s.adaptive = newAdaptive(*c.Adaptive)
 	}
 	if c.Pressure != nil {
-		s.pressure = &pressureGate{cfg: c.Pressure, timer: time.AfterFunc(time.Hour, s.redispatch)}
+		s.pressure = &pressureGate{cfg: c.Pressure, timer: s.afterFunc(time.Hour, s.redispatch)}
 		s.pressure.timer.Stop()
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
@@ -187,6 +188,29 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 // uncontended Acquire and Release. timeAt turns an instant back into a
 // time.Time where one leaves the package (events, Snapshot).
 func (s *Scheduler) now() int64 { return s.epochNs + int64(time.Since(s.epoch)) }
+
+// afterFunc is time.AfterFunc for the scheduler's timers (background TTLs
+// and retry backoffs, pause deadlines, the pressure gate's re-check, the
+// cost store's saves). f runs in the timer's goroutine, as with
+// time.AfterFunc, but only while Close has not finished (stopped), and
+// counted in timers, so that Close can wait for every timer function that
+// is already running: none is still at work — reporting an expired job,
+// say — when Close returns. timers.Add happens under mu and only before
+// stopped is set, which Close does under mu before it waits, so no Add can
+// race with the Wait.
+func (s *Scheduler) afterFunc(d time.Duration, f func()) *time.Timer {
+	return time.AfterFunc(d, func() {
+		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			return
+		}
+		s.timers.Add(1)
+		s.mu.Unlock()
+		defer s.timers.Done()
+		f()
+	})
+}
 
 // timeAt is instant ns as a time.Time with a monotonic reading, as time.Now
 // returns.

@@ -47,6 +47,7 @@ type Counters struct {
 	CostLoadFailures   uint64 // failed loads (New started cold; logged as a warning)
 	CostSaveFailures   uint64 // failed saves (the store keeps what it had; logged as a warning)
 	RejectedOverload   uint64 // refused by queue-delay shedding (ErrOverloaded), at arrival or at the head of the queue
+	PressureFailures   uint64 // readings of Config.Pressure's source that panicked (counted as no pressure)
 }
 
 // Snapshot is a point-in-time copy of the scheduler's state, for debugging
