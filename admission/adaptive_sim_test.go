@@ -245,6 +245,90 @@ func TestAdaptiveFollowsCapacity(t *testing.T) {
 	})
 }
 
+// TestAdaptiveProbesRare: once the limit has settled on references that
+// hold, probes stop (the next is ProbeInterval rounds away), so a steady
+// server runs at the limit, not at half of it one round in a hundred.
+// From far above C and from Min, after 10s: at most one probe, and the
+// limit below C in at most 1% of the ticks.
+func TestAdaptiveProbesRare(t *testing.T) {
+	const c, settled, d = 16, 10 * time.Second, 60 * time.Second
+	for _, initial := range []int{4 * c, 1} {
+		t.Run(fmt.Sprintf("initial=%d", initial), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				log := &eventLog{}
+				a := AdaptiveConfig{Min: 1, Max: 8 * c, Initial: initial}
+				s, err := New(Config{Adaptive: &a, TierLimits: map[Priority]int{PriorityForeground: a.Max}}, WithEventHandler(log.handle))
+				must(t, err)
+				must(t, s.RegisterType("job", JobTypeConfig{Priority: PriorityForeground, NoAging: true, DefaultCost: 50 * time.Millisecond}))
+				start := time.Now()
+				load := []simClient{{key: "a", loops: 6 * c, job: simRepos(200*time.Millisecond, constant(0.1))}}
+				res := simRun(t, s, simserver.New(c), load, d, nil, nil)
+				var probes []time.Duration // starts
+				for _, e := range log.take() {
+					if e.Kind == EventCapacityChanged && e.CapacityReason == CapacityProbe && e.New < e.Previous {
+						probes = append(probes, e.Time.Sub(start))
+					}
+				}
+				late, below := 0, 0
+				for _, p := range probes {
+					if p >= settled {
+						late++
+					}
+				}
+				for _, l := range res.limits[tick(settled):] {
+					if l < c {
+						below++
+					}
+				}
+				t.Logf("from %d: probes at %v; after %v: %d probes, limit below %d at %d of %d ticks; goodput %.2f of %d",
+					initial, probes, settled, late, c, below, len(res.limits)-tick(settled), res.goodput(d), c)
+				if late > 1 || below > (len(res.limits)-tick(settled))/100 {
+					t.Errorf("after %v: %d probes (want at most 1), limit below %d at %d ticks (want at most 1%%); every second %v",
+						settled, late, c, below, everySecond(res.limits))
+				}
+			})
+		})
+	}
+}
+
+// TestAdaptiveJobsGetDearer: at constant true capacity every job's seat
+// time doubles (a deploy). That reads as congestion at first, and the limit
+// falls; the fall brings a probe, whose jobs show that they are slow at
+// half the load too and take their references again, so the limit comes
+// back: from 8s after the change, probes left out, its mean is at least
+// 3/4 of C and it never falls below C/2 (without the probe it stayed at
+// Min for seconds). It comes back above C, on references partly taken
+// above it: over 50 runs the mean was 14.9 to 22.5.
+func TestAdaptiveJobsGetDearer(t *testing.T) {
+	const c, change, d = 16, 20 * time.Second, 40 * time.Second
+	repos := simRepos(300*time.Millisecond, constant(0.1))
+	job := func(rng *rand.Rand, el time.Duration) (string, time.Duration) {
+		id, base := repos(rng, el)
+		if el >= change {
+			base *= 2
+		}
+		return id, base
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: c})
+		res := simRun(t, s, simserver.New(c), []simClient{{key: "a", loops: 6 * c, job: job}}, d, nil, nil)
+		from := tick(change + 8*time.Second)
+		lo, hi := math.MaxInt, 0
+		for i := from; i < len(res.limits); i++ {
+			if !res.probe[i] {
+				lo, hi = min(lo, res.limits[i]), max(hi, res.limits[i])
+			}
+		}
+		mean := res.meanLimit(from, len(res.limits))
+		t.Logf("jobs twice as dear at %v: lowest limit %d, from 8s later in [%d, %d], mean %.1f (probes left out); every second %v",
+			change, slices.Min(res.limits[tick(change):]), lo, hi, mean, everySecond(res.limits))
+		if mean < 0.75*c || lo < c/2 {
+			t.Errorf("from 8s after the jobs got dearer: mean limit %.1f (want at least %v), lowest %d (want at least %d); every second %v",
+				mean, 0.75*c, lo, c/2, everySecond(res.limits))
+		}
+	})
+}
+
 // rawGradient is the contrast of TestAdaptiveMixShift: a gradient on raw
 // seat time, the signal of Gradient2 and the other peers, written as
 // Gradient2 computes it with its defaults: per sample,

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -187,6 +188,71 @@ func TestUpdateRef(t *testing.T) {
 			t.Fatalf("after %v s at load %d: ref %v at %d, want %v at %d", st.obs, st.load, e.ref, e.refLoad, st.ref, st.refLoad)
 		}
 	}
+}
+
+// TestAdaptiveReferenceCeiling: a completion takes or moves a reference
+// only at a load of at most limit/Tolerance (the ceiling), or, above it,
+// when it ran at a lower load than the reference's and faster. Each step
+// sets the limit with SetAdaptiveBounds, so that the ceiling is known when
+// the job completes (the first to, in its step).
+func TestAdaptiveReferenceCeiling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 20, Initial: 20}, TierLimits: map[Priority]int{10: 20}})
+		must(t, err)
+		defer s.Close(context.Background())
+		must(t, s.RegisterType("t", JobTypeConfig{Priority: 10}))
+		ctx := context.Background()
+		acquire := func(id string) *Permit {
+			p, err := s.Acquire(ctx, Request{Type: "t", JobID: id, FairnessKey: "k"})
+			must(t, err)
+			return p
+		}
+		// run completes job id after d, admitted with load seats in use
+		// (itself and load-1 fillers held as long).
+		run := func(id string, load int, d time.Duration) {
+			var fill []*Permit
+			for i := range load - 1 {
+				fill = append(fill, acquire(fmt.Sprint("filler-", i)))
+			}
+			p := acquire(id)
+			time.Sleep(d)
+			p.Release()
+			for _, f := range fill {
+				f.Release()
+			}
+		}
+		ref := func(id string) [2]float64 {
+			e, ok := s.costs.Peek(costKey{"t", id})
+			if !ok {
+				return [2]float64{}
+			}
+			return [2]float64{e.ref, float64(e.refLoad)}
+		}
+		for _, st := range []struct {
+			step  string
+			limit int // pinned: the ceiling is limit/1.1
+			id    string
+			load  int
+			d     time.Duration
+			want  [2]float64 // reference (s), its load
+		}{
+			{"first, under the ceiling (18.2): taken", 20, "r", 15, 2 * time.Second, [2]float64{2, 15}},
+			{"above the ceiling (12.7), lower load, faster: replaced", 14, "r", 14, time.Second, [2]float64{1, 14}},
+			{"above the ceiling, lower load, slower: kept", 14, "r", 13, 3 * time.Second, [2]float64{1, 14}},
+			{"under the ceiling, lower load, slower: replaced", 14, "r", 12, 3 * time.Second, [2]float64{3, 12}},
+			{"under the ceiling, same load: moved by alpha", 14, "r", 12, time.Second, [2]float64{2.4, 12}},
+			{"first, above the ceiling: not taken", 14, "q", 14, time.Second, [2]float64{0, 0}},
+			{"then under it: taken", 14, "q", 5, time.Second, [2]float64{1, 5}},
+		} {
+			must(t, s.SetAdaptiveBounds(st.limit, st.limit)) // the limit is st.limit
+			must(t, s.SetAdaptiveBounds(1, st.limit))        // and Min 1 (the ceiling's floor)
+			run(st.id, st.load, st.d)
+			checkInvariants(t, s)
+			if got := ref(st.id); math.Abs(got[0]-st.want[0]) > 1e-9 || got[1] != st.want[1] {
+				t.Fatalf("%s: reference of %s %v s at load %v, want %v s at %v", st.step, st.id, got[0], got[1], st.want[0], st.want[1])
+			}
+		}
+	})
 }
 
 // TestAdaptiveSamples: a job of a (type, job ID) without a reference is no

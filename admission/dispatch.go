@@ -343,8 +343,10 @@ func (s *Scheduler) finishLocked(j *job, now int64, observed time.Duration, lear
 	k.v += (obs - j.est) / k.w
 	if learn {
 		if s.adaptive != nil {
-			s.sampleLocked(j, obs, now)
-			s.learnLocked(j, obs, now).updateRef(obs, j.load, s.cfg.CostAlpha)
+			takeRef := s.sampleLocked(j, obs, now)
+			if e := s.learnLocked(j, obs, now); takeRef {
+				e.updateRef(obs, j.load, s.cfg.CostAlpha)
+			}
 		} else {
 			s.learnLocked(j, obs, now)
 		}

@@ -237,66 +237,88 @@
 // Signal. Seat time alone cannot tell congestion from heavier work: a mix
 // that turns to linux.git clones takes longer per job on a server that is
 // not congested at all. So each job is judged against its own reference,
-// the seat time of its (type, job ID) at the lowest load seen, load being
-// the seats in use at its admission. Its inflation is
+// the seat time of its (type, job ID) at the lowest uncongested load seen,
+// load being the seats in use at its admission. Its inflation is
 //
 //	x = observed / reference
 //
-// A completion at a lower load than the reference's replaces it (so a job
-// that really got dearer is followed once it runs at a load where the old
-// time was seen), one at the same load moves it by the cost EMA's alpha,
-// and one at a higher load leaves it alone: congestion may explain it. The
-// learned cost estimate itself cannot serve as the reference: it follows
-// the seat time under whatever congestion there is (that is its job, for
-// virtual time and retry hints), so under steady congestion observed/est
-// tends to 1 and would read as "no congestion", whatever the load. A job
-// whose (type, job ID) has no reference yet (its first completion) gives
-// no sample: its estimate is still the type's DefaultCost, a guess, and
-// its inflation would measure the guess. A seat handed back by a waiter
-// that gave up is no sample either. So a workload whose job IDs never
-// repeat gives the controller nothing, and the limit stays where it is
-// (pressure still lowers it); a route without job IDs has one reference
-// per type, that is a raw-latency signal for that type. References live
-// with the cost estimates (and expire with them, after CostTTL) but a cost
-// store does not save them: after a restart each (type, job ID) takes its
-// reference again from its first completion, at the load of that moment.
+// Only a completion at a load of at most limit/Tolerance (and at least at
+// Min), the reference ceiling, takes or moves a reference: where the limit
+// settles (below) that is the true capacity, so a load the controller holds
+// uncongested. Under the ceiling a completion at a lower load than the
+// reference's replaces it (so a job that really got dearer is followed once
+// it runs at a load where the old time was seen), one at the same load
+// moves it by the cost EMA's alpha, and one at a higher load leaves it
+// alone. Above the ceiling a completion replaces the reference only if it
+// ran at a lower load and faster: the reference was taken under more
+// congestion than that. So a limit that falls, or that oscillates above
+// the true capacity, does not take references under congestion, which
+// would make that congestion look normal; they come from the moments the
+// load is under the ceiling: a server that is not saturated, and probes
+// (below). The learned cost estimate itself cannot serve as the reference:
+// it follows the seat time under whatever congestion there is (that is its
+// job, for virtual time and retry hints), so under steady congestion
+// observed/est tends to 1 and would read as "no congestion", whatever the
+// load. A job whose (type, job ID) has no reference yet gives no sample:
+// its estimate is still the type's DefaultCost, a guess, and its
+// inflation would measure the guess. A seat handed back by a waiter that
+// gave up is no sample either. So a workload whose job IDs never repeat
+// gives the controller nothing, and the limit stays where it is (pressure
+// still lowers it); a route without job IDs has one reference per type,
+// that is a raw-latency signal for that type. References live with the
+// cost estimates (and expire with them, after CostTTL) but a cost store
+// does not save them: after a restart each (type, job ID) takes its
+// reference again.
 //
 // Control, gradient-style as Gradient2, evaluated at each sample (time is
 // an argument, and no timer or goroutine is involved):
 //
 //	short    = EMA of x over about one round (limit samples)
-//	baseline = EMA of x over samples at or below their reference's load
+//	baseline = EMA of x over samples under the ceiling, at or below their
+//	           reference's load, and with x >= 1/Tolerance
 //	gradient = clamp(Tolerance · baseline / short, 0.5, 1)
 //	target   = limit · gradient                 if gradient < 1
-//	         = limit + Headroom · sqrt(limit)   otherwise
+//	         = limit + Headroom · sqrt(limit)   otherwise, and at least
+//	           1.5 · limit                      if short <= sqrt(Tolerance) · baseline
 //	limit   += Smoothing / limit · (target - limit)
 //
-// The baseline is the inflation of jobs seen at no more load than their
-// reference's: noise, not congestion (1 on a server whose times do not
-// vary), and it corrects the signal for it. Since a round is about limit
-// samples, a round moves the limit Smoothing of the way to target. It
-// settles where jobs take Tolerance times their reference: on a server
-// whose seat times are flat up to a capacity C and grow past it, at about
-// Tolerance·C. Unlike Gradient2, the headroom is added only when the
-// server keeps up: fairseat's queue is outside the limit, so no allowance
-// for a queue inside it is needed, and a limit under congestion converges
-// on the point instead of sqrt(limit) above it. The limit grows only while
-// it is used: when a sample ends, the seats in use were at least
-// UsedFraction of it or work was queued; an idle or lightly used server
-// never inflates its limit (and then admits a burst into a slow server).
+// The baseline is the inflation of jobs seen at a load the controller holds
+// uncongested and no higher than their reference's: noise, not congestion
+// (1 on a server whose times do not vary), and it corrects the signal for
+// it. A sample more than Tolerance times faster than its reference
+// measures a reference taken under congestion, not noise, and is left out
+// of it. Since a round is about limit samples, a round moves the limit
+// Smoothing of the way to target. It settles where jobs take Tolerance
+// times their reference: on a server whose seat times are flat up to a
+// capacity C and grow past it, at about Tolerance·C. Unlike Gradient2, the
+// headroom is added only when the server keeps up: fairseat's queue is
+// outside the limit, so no allowance for a queue inside it is needed, and
+// a limit under congestion converges on the point instead of sqrt(limit)
+// above it. While jobs take no more than sqrt(Tolerance) times their
+// references, the server shows no congestion at all (it has just
+// recovered from a slow spell, or the limit starts at Min), and the limit
+// grows as TCP's slow start does, by about a quarter a round. The limit
+// grows only while it is used: when a sample ends, the seats in use were
+// at least UsedFraction of it or work was queued; an idle or lightly used
+// server never inflates its limit (and then admits a burst into a slow
+// server).
 //
-// Probes. A reference taken while the server was already congested makes
-// that congestion look normal: a limit that starts far above C, or a C that
-// halves (a slow disk), would stop at the load where the references were
-// taken. So, as Envoy's adaptive concurrency filter re-measures its
+// Probes (probe.go). The ceiling keeps references sound once the limit
+// sits near Tolerance·C, but the limit starts wherever Initial puts it,
+// and the references of jobs that all got dearer (a deploy) are too low at
+// every load. So, as Envoy's adaptive concurrency filter re-measures its
 // minimum latency, a probe halves the limit for one round of the jobs it
-// admits (their references are taken at that lower load) and then
-// restores it: if the server was congested, the jobs after the probe are
-// inflated against the new references and the limit comes down. Probes
-// come five rounds after the limit fell by a fifth, and half as often after
-// each probe the limit held through, up to every ProbeInterval rounds
-// (100): at most about one per cent of the rounds run at half the limit
-// once it is steady. Snapshot's Adaptive.Probing tells them apart.
+// admits, whose references are taken at that lower load, and then restores
+// it. Its samples are its verdict: jobs that ran more than Tolerance times
+// faster than their references show references taken under congestion,
+// and the next probe comes five rounds later; otherwise the references
+// hold, and the next comes ProbeInterval rounds later (1000). A fall of the
+// limit by a fifth since the last probe brings the next one to within five
+// rounds too: the fall is congestion or jobs that got dearer, and only a
+// probe tells them apart (the dearer jobs' references are taken again and
+// the limit comes back). Once the limit is steady, one round in about a
+// thousand runs at half the limit. Snapshot's Adaptive.Probing tells
+// probes apart.
 //
 // Pressure. With Config.Pressure set, each reading of its source (at most
 // once per Pressure.Interval) of 1 or more multiplies the limit by

@@ -64,6 +64,10 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if a.limit < float64(a.cfg.Min) || a.limit > float64(a.cfg.Max) || s.cfg.Capacity != a.seatsOf(a.limit) || a.histN > CapacityHistory {
 			return fmt.Errorf("adaptive: limit %v in [%d, %d], capacity %d, %d changes kept", a.limit, a.cfg.Min, a.cfg.Max, s.cfg.Capacity, a.histN)
 		}
+		if a.probeEvery != minProbeEvery && a.probeEvery != float64(a.cfg.ProbeInterval) || a.probeN < 0 || a.probeSum < 0 {
+			return fmt.Errorf("adaptive: probe every %v rounds (want %d or %d), %d samples summing to %v",
+				a.probeEvery, minProbeEvery, a.cfg.ProbeInterval, a.probeN, a.probeSum)
+		}
 	}
 	typeRun := map[*typeState]int{}
 	typeQ := map[*typeState]int{}
