@@ -11,7 +11,10 @@
 // limiter is run the same way: Run plays the scenario against it inside a
 // testing/synctest bubble, so the run takes fake time (the peers read
 // time.Now, which the bubble fakes) and is reproducible up to the order of
-// goroutines woken at one instant. TestReport runs them all; with -report
-// it writes ADAPTIVE.md and adaptive.svg (in benchmarks/:
-// go test ./adaptive -run '^TestReport$' -report=..).
+// goroutines woken at one instant. Besides goodput and latency, a run
+// accounts where the goodput was lost against the true capacity (Loss):
+// while the limiter probed, while its limit was below C, or otherwise.
+// TestReport runs them all; with -report it writes ADAPTIVE.md and
+// adaptive.svg (in benchmarks/: go test ./adaptive -run '^TestReport$'
+// -report=..).
 package adaptive

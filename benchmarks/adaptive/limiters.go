@@ -104,7 +104,14 @@ func (l fairseatLimiter) Do(ctx context.Context, key, jobID string, fn func()) e
 	return nil
 }
 
-func (l fairseatLimiter) Limit() int   { return l.s.Snapshot().Capacity }
+func (l fairseatLimiter) Limit() int { return l.s.Snapshot().Capacity }
+
+// Probing says whether a probe has halved the adaptive limit.
+func (l fairseatLimiter) Probing() bool {
+	a := l.s.Snapshot().Adaptive
+	return a != nil && a.Probing
+}
+
 func (l fairseatLimiter) Close() error { return l.s.Close(context.Background()) }
 
 // gclLimiter is go-concurrency-limits (peer.AdaptiveGCL): no keys, no job

@@ -40,6 +40,11 @@ func (o *Outcome) Add(rounds []Result) {
 	r.LightP99Wait = time.Duration(med(func(r Result) float64 { return float64(r.LightP99Wait) }))
 	r.MeanLimit = med(func(r Result) float64 { return r.MeanLimit })
 	r.Refused = int(med(func(r Result) float64 { return float64(r.Refused) }))
+	r.Lost = Loss{
+		Probing: med(func(r Result) float64 { return r.Lost.Probing }),
+		Below:   med(func(r Result) float64 { return r.Lost.Below }),
+		Other:   med(func(r Result) float64 { return r.Lost.Other }),
+	}
 	lo, hi := r.Goodput, r.Goodput
 	for _, x := range rounds {
 		lo, hi = min(lo, x.Goodput), max(hi, x.Goodput)
@@ -162,6 +167,14 @@ func (o Outcome) Markdown() string {
 	b.WriteString("\n")
 	for _, v := range o.Verdict() {
 		fmt.Fprintf(&b, "- %s\n", v)
+	}
+	b.WriteString("\nWhere the goodput was lost against the true capacity, in per cent of the window's capacity-seconds " +
+		"(medians; see Loss in run.go; a negative share is work done faster than C allows for a moment):\n\n")
+	b.WriteString("| limiter | while probing | limit below C | otherwise | total |\n")
+	b.WriteString("|---|---:|---:|---:|---:|\n")
+	for _, r := range o.Results {
+		l := r.Lost
+		fmt.Fprintf(&b, "| %s | %.2f%% | %.2f%% | %.2f%% | %.2f%% |\n", r.Name, 100*l.Probing, 100*l.Below, 100*l.Other, 100*l.Total())
 	}
 	b.WriteString("\n")
 	return b.String()

@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,8 +41,8 @@ func TestReport(t *testing.T) {
 	}
 	doc := Document(outs, reportCommand)
 	for _, e := range Entries(16) {
-		if strings.Count(doc, "| "+e.Name+" |") != 2 {
-			t.Errorf("the document does not have a row for %s in each scenario:\n%s", e.Name, doc)
+		if strings.Count(doc, "| "+e.Name+" |") != 4 {
+			t.Errorf("the document does not have a row for %s in both tables of each scenario:\n%s", e.Name, doc)
 		}
 	}
 	if !strings.Contains(doc, "fairseat adaptive: goodput") {
@@ -58,4 +59,30 @@ func TestReport(t *testing.T) {
 	must(os.WriteFile(filepath.Join(*reportDir, "ADAPTIVE.md"), []byte(doc), 0o644))
 	must(os.WriteFile(filepath.Join(*reportDir, "adaptive.svg"), []byte(SVG(outs)), 0o644))
 	t.Logf("wrote %s and adaptive.svg", filepath.Join(*reportDir, "ADAPTIVE.md"))
+}
+
+// TestLost: goodput lost at each lossTick is C less the work the running
+// jobs do then, filed by what the limiter was doing.
+func TestLost(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	ticks := []lossSample{
+		{c: 2, limit: 1, probing: true}, // [0, 10ms)
+		{c: 2, limit: 1},                // [10, 20ms): below C
+		{c: 2, limit: 2},                // [20, 30ms)
+		{c: 2, limit: 2},                // [30, 40ms)
+	}
+	jobs := []served{
+		{start: 0, seat: ms(20), base: ms(20)},      // full speed over the first two ticks
+		{start: ms(5), seat: ms(30), base: ms(15)},  // half speed from 5 to 35ms
+		{start: ms(40), seat: ms(10), base: ms(10)}, // after the run: not counted
+	}
+	// Work per tick: 1.25, 1.5, 0.5, 0.25; lost: 0.75, 0.5, 1.5, 1.75 of 8 seat-ticks.
+	want := Loss{Probing: 0.75 / 8, Below: 0.5 / 8, Other: 3.25 / 8}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if got := lost(ticks, jobs, 0); !near(got.Probing, want.Probing) || !near(got.Below, want.Below) || !near(got.Other, want.Other) {
+		t.Errorf("lost: %+v, want %+v", got, want)
+	}
+	if got := lost(ticks, jobs, 2); math.Abs(got.Total()-3.25/4) > 1e-12 || got.Probing != 0 || got.Below != 0 {
+		t.Errorf("lost from the third tick: %+v, want all %v otherwise", got, 3.25/4)
+	}
 }

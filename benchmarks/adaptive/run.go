@@ -37,8 +37,12 @@ func SlowDisk(d time.Duration) Scenario {
 	return sc
 }
 
-// Tick is how often a run samples the limit.
+// Tick is how often a run records the limit (Result.Limits).
 const Tick = 100 * time.Millisecond
+
+// lossTick is how often a run samples the limit and the true capacity to
+// account for lost goodput (Result.Lost): a probe lasts a few Ticks.
+const lossTick = 10 * time.Millisecond
 
 // Result is what one limiter did in one scenario.
 type Result struct {
@@ -55,6 +59,40 @@ type Result struct {
 	Refused      int   // requests the limiter refused (retried after 10 ms)
 	Limits       []int // the limit at every Tick from the start
 	MeanLimit    float64
+	// Lost is the goodput lost against the true capacity in the measured
+	// window, as a fraction of its capacity-seconds (the integral of C),
+	// by what the limiter was doing then (see Loss).
+	Lost Loss
+}
+
+// Loss splits the goodput a run lost against the true capacity: at each
+// lossTick, the capacity C less the base time done per second by the jobs
+// running then (a job of base b and seat time d does b/d seconds of work
+// per second while it runs; past C the server does no more, so the jobs
+// it runs then do C in all). Lost work counts where it happened: while the
+// limiter probed (it has a Probing method saying so), while its limit was
+// below C otherwise, or at another time (a limit at or above C whose seats
+// are not all busy yet, or whose jobs were admitted at a load that made
+// them slow). Each is a fraction of the window's capacity-seconds; one may
+// be negative where the server did more than C for a moment (jobs started
+// under less load run faster than C allows for the load now).
+type Loss struct {
+	Probing, Below, Other float64
+}
+
+// Total is all the lost goodput.
+func (l Loss) Total() float64 { return l.Probing + l.Below + l.Other }
+
+// prober is a Limiter that lowers its limit on purpose now and then:
+// fairseat's probes.
+type prober interface {
+	Probing() bool
+}
+
+// served is one job the server ran: when it took its seat, for how long,
+// and its base time.
+type served struct {
+	start, seat, base time.Duration
 }
 
 // Run plays sc against l and closes l. It must run inside a
@@ -70,6 +108,7 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 		latencies []time.Duration
 		light     []time.Duration
 		work      time.Duration
+		jobs      []served
 		refused   int
 		firstErr  error
 		wg        sync.WaitGroup
@@ -82,7 +121,11 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 			var wait time.Duration
 			err := l.Do(ctx, key, id, func() {
 				wait = time.Since(asked)
-				v.Serve(base)
+				at := time.Since(start)
+				seat := v.Serve(base)
+				mu.Lock()
+				jobs = append(jobs, served{at, seat, base})
+				mu.Unlock()
 			})
 			now := time.Now()
 			switch {
@@ -119,15 +162,21 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 	wg.Go(func() { loop("light", 1<<32, sc.LightThink) })
 
 	r := Result{Name: name}
-	for el := Tick; el <= sc.Duration; el += Tick {
-		time.Sleep(Tick)
+	p, _ := l.(prober)
+	var ticks []lossSample
+	for el := lossTick; el <= sc.Duration; el += lossTick {
+		time.Sleep(lossTick)
 		switch {
 		case sc.SlowTo > 0 && el == sc.SlowFrom:
 			v.SetCapacity(sc.C / 2)
 		case sc.SlowTo > 0 && el == sc.SlowTo:
 			v.SetCapacity(sc.C)
 		}
-		r.Limits = append(r.Limits, l.Limit())
+		limit := l.Limit()
+		if el%Tick == 0 {
+			r.Limits = append(r.Limits, limit)
+		}
+		ticks = append(ticks, lossSample{c: v.Capacity(), limit: limit, probing: p != nil && p.Probing()})
 	}
 	window := time.Since(from)
 	cancel()
@@ -149,7 +198,46 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 		sum += n
 	}
 	r.MeanLimit = float64(sum) / float64(len(r.Limits)-int(sc.Warmup/Tick))
+	r.Lost = lost(ticks, jobs, int(sc.Warmup/lossTick))
 	return r, nil
+}
+
+// lossSample is the state of a run at the end of a lossTick.
+type lossSample struct {
+	c, limit int
+	probing  bool
+}
+
+// lost accounts the goodput lost in ticks[from:] (see Loss).
+func lost(ticks []lossSample, jobs []served, from int) Loss {
+	rate := make([]float64, len(ticks)) // base seconds done per second, by tick
+	for _, j := range jobs {
+		speed := float64(j.base) / float64(j.seat)
+		end := j.start + j.seat
+		for i := int(j.start / lossTick); i < len(ticks) && time.Duration(i)*lossTick < end; i++ {
+			lo, hi := max(j.start, time.Duration(i)*lossTick), min(end, time.Duration(i+1)*lossTick)
+			rate[i] += speed * float64(hi-lo) / float64(lossTick)
+		}
+	}
+	var out Loss
+	capacity := 0.0
+	for i := from; i < len(ticks); i++ {
+		t := ticks[i]
+		x := float64(t.c) - rate[i]
+		capacity += float64(t.c)
+		switch {
+		case t.probing:
+			out.Probing += x
+		case t.limit < t.c:
+			out.Below += x
+		default:
+			out.Other += x
+		}
+	}
+	out.Probing /= capacity
+	out.Below /= capacity
+	out.Other /= capacity
+	return out
 }
 
 // draw picks a job: one of 20 heavy repositories (300 ms) a tenth of the
