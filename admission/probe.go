@@ -22,11 +22,12 @@ package admission
 // taken again, at the dearer time, and the limit comes back).
 
 // A probe sets the limit to probeDepth of itself: below the true capacity
-// C even if the references it checks were taken at up to twice C, so a
-// probe from a limit settled on such references runs jobs at a load where
-// they take their uncongested time. The first probe comes minProbeEvery
-// rounds after New; a fall of the limit below fellBy of where it was at
-// the last probe brings the next one to within minProbeEvery rounds.
+// C from any limit under 2·C, so its jobs take their uncongested time;
+// from a limit higher still they run at a load the references were not
+// taken under, faster than them, and the next probe comes soon and starts
+// lower. The first probe comes minProbeEvery rounds after New; a fall of
+// the limit below fellBy of where it was at the last probe brings the next
+// one to within minProbeEvery rounds.
 const (
 	probeDepth    = 0.5
 	minProbeEvery = 5
