@@ -47,7 +47,11 @@
 // # Memory, concurrency, time
 //
 // Backends live in an LRU of bounded size (1024 by default); a backend
-// evicted and seen again starts with empty counts. One mutex guards all
+// evicted and seen again starts with empty counts. Backend and call names
+// longer than 128 bytes are kept as a digest (clientkey.Bound; names are
+// what the adapters' callers or a redirect chose), so that a backend's
+// memory is bounded in bytes, not only in entries ([Throttle.Footprint]
+// reports it). One mutex guards all
 // state; decisions run no goroutine and arm no timer. Time and the random
 // source are arguments, so that the adapters read the clock once per call
 // and tests are deterministic.

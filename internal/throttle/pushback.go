@@ -1,9 +1,30 @@
 package throttle
 
-import "time"
+import (
+	"time"
+
+	"github.com/fairseat/fairseat/internal/clientkey"
+)
 
 // maxPushbacks bounds the kinds of call under pushback per backend.
 const maxPushbacks = 64
+
+// maxKeyLen bounds the backend and call names a Throttle keeps.
+const maxKeyLen = clientkey.DefaultMaxLen
+
+// boundKey returns name, or for a name longer than maxKeyLen its digest
+// (clientkey.Bound), so that what a Throttle keeps per backend is bounded
+// whatever names it is given: a gRPC proxy forwards the methods its own
+// callers name, an HTTP redirect names any host and path. A name of
+// maxKeyLen bytes or fewer is kept as it is (one length comparison: the
+// usual case costs nothing), so two names map to one key only if a long
+// name's digest collides.
+func boundKey(name string) string {
+	if len(name) <= maxKeyLen {
+		return name
+	}
+	return clientkey.Bound(name, maxKeyLen)
+}
 
 // pushback is a backend's request not to call it again, for one kind of
 // call, before until.

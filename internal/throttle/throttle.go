@@ -171,6 +171,7 @@ func New(cfg Config) (*Throttle, error) {
 // otherwise throttle itself). A request refused under pushback is not
 // counted.
 func (t *Throttle) Decide(backend, call string, now time.Time, draw func() float64) Decision {
+	backend, call = boundKey(backend), boundKey(call) // outside the lock: a long name is hashed
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.backendLocked(backend, now)
@@ -193,6 +194,7 @@ func (t *Throttle) Decide(backend, call string, now time.Time, draw func() float
 // to backend, at now: it counts as a request, and as an accept if o says
 // so.
 func (t *Throttle) Record(backend, call string, now time.Time, o Outcome) {
+	backend, call = boundKey(backend), boundKey(call)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.backendLocked(backend, now)
@@ -219,6 +221,34 @@ func (t *Throttle) Stats() Stats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.stats
+}
+
+// Footprint is what a Throttle holds at one instant: what its memory
+// grows with. The zero value is an empty Throttle. It is a plain value.
+type Footprint struct {
+	Backends     int // remembered, at most Config.MaxBackends
+	Pushbacks    int // held by all backends, expired ones not yet pruned included
+	MaxPushbacks int // held by the backend that holds most, at most 64
+	KeyBytes     int // of the backend and call names kept, each at most 128
+}
+
+// Footprint returns what t holds now (for tests and diagnostics: it visits
+// every backend under the lock).
+func (t *Throttle) Footprint() Footprint {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var f Footprint
+	for _, name := range t.backends.Keys() {
+		b, _ := t.backends.Peek(name)
+		f.Backends++
+		f.KeyBytes += len(name)
+		f.Pushbacks += len(b.pushbacks)
+		f.MaxPushbacks = max(f.MaxPushbacks, len(b.pushbacks))
+		for call := range b.pushbacks {
+			f.KeyBytes += len(call)
+		}
+	}
+	return f
 }
 
 // backendLocked returns backend's state, new (its window starting at now)

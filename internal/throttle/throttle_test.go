@@ -352,3 +352,34 @@ func TestInFlightNotCounted(t *testing.T) {
 		}
 	}
 }
+
+// A backend's memory is bounded whatever names its callers use: thousands
+// of distinct, long kinds of call under pushback, and thousands of distinct,
+// long backends, keep at most maxPushbacks calls per backend, MaxBackends
+// backends, and names of at most maxKeyLen bytes each. A long name is still
+// found again: its pushback holds.
+func TestKeysBounded(t *testing.T) {
+	long := strings.Repeat("m", 8<<10)
+	th := newThrottle(t, Config{MaxBackends: 16, MaxPushback: time.Hour})
+	for i := range 2_000 {
+		th.Record("b", fmt.Sprint(long, i), t0, Outcome{Code: 8, Pushback: time.Minute})
+	}
+	if d := th.Decide("b", fmt.Sprint(long, 1_999), t0, constant(0.99)); d.Reason != PushedBack || d.RetryAfter != time.Minute {
+		t.Errorf("the last long call: %+v, want pushed back for 1m", d)
+	}
+	fp := th.Footprint()
+	if fp.Backends != 1 || fp.Pushbacks != maxPushbacks || fp.MaxPushbacks != maxPushbacks || fp.KeyBytes > (1+maxPushbacks)*maxKeyLen {
+		t.Errorf("after 2,000 long calls: %+v, want 1 backend, %d pushbacks, at most %d bytes of names", fp, maxPushbacks, (1+maxPushbacks)*maxKeyLen)
+	}
+	for i := range 2_000 {
+		th.Record(fmt.Sprint(long, i), "c", t0, Outcome{Code: 8, Pushback: time.Minute})
+	}
+	if d := th.Decide(fmt.Sprint(long, 1_999), "c", t0, constant(0.99)); d.Reason != PushedBack {
+		t.Errorf("the last long backend: %+v, want pushed back", d)
+	}
+	fp = th.Footprint()
+	if fp.Backends != 16 || fp.Pushbacks != 16 || fp.MaxPushbacks != 1 || fp.KeyBytes > 16*2*maxKeyLen {
+		t.Errorf("after 2,000 long backends: %+v, want 16 backends of one pushback each, at most %d bytes of names", fp, 16*2*maxKeyLen)
+	}
+	checkFront(t, th)
+}
