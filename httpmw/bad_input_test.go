@@ -1,7 +1,11 @@
 package httpmw
 
 import (
+	"context"
+	"net/url"
+
 	"errors"
+	"github.com/fairseat/fairseat/criticality"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -99,4 +103,42 @@ func panicOf(f func()) (msg string) {
 	}()
 	f()
 	return ""
+}
+
+// Requests that http.Client never sends but a RoundTripper may be handed
+// (by a proxy, a test, another RoundTripper): an error, never a panic.
+// nil, and a nil URL, are refused before anything is counted, the body
+// closed; a nil Header is the next RoundTripper's to judge, and gets the
+// context's level in a header of its own.
+func TestTransportBadRequests(t *testing.T) {
+	var got []*http.Request
+	next := rtFunc(func(r *http.Request) (*http.Response, error) {
+		got = append(got, r)
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	})
+	rt := Transport(next)
+	if resp, err := rt.RoundTrip(nil); err == nil || resp != nil || !strings.Contains(err.Error(), "nil *http.Request") {
+		t.Errorf("RoundTrip(nil) = %v, %v; want an error naming the nil request", resp, err)
+	}
+	body := &closeRecorder{Reader: strings.NewReader("x")}
+	noURL := &http.Request{Method: "GET", Header: http.Header{}, Body: body}
+	if resp, err := rt.RoundTrip(noURL); err == nil || resp != nil || !strings.Contains(err.Error(), "nil Request.URL") || !body.closed {
+		t.Errorf("a nil URL: %v, %v, body closed %v; want an error naming it and the body closed", resp, err, body.closed)
+	}
+	if len(got) != 0 {
+		t.Fatalf("the next RoundTripper was called with %d bad requests", len(got))
+	}
+
+	ctx := criticality.NewContext(context.Background(), criticality.Sheddable)
+	noHeader := (&http.Request{Method: "GET", URL: &url.URL{Scheme: "http", Host: "h.test", Path: "/"}}).WithContext(ctx)
+	if _, err := rt.RoundTrip(noHeader); err != nil {
+		t.Fatalf("a nil Header with a level: %v", err)
+	}
+	if len(got) != 1 || got[0].Header.Get(criticality.Header) != "sheddable" || noHeader.Header != nil {
+		t.Errorf("a nil Header with a level: next saw %v, the caller's request has header %v; want the level sent and the caller's request unchanged", got, noHeader.Header)
+	}
+	noHeader = noHeader.WithContext(context.Background())
+	if _, err := rt.RoundTrip(noHeader); err != nil || len(got) != 2 || got[1] != noHeader {
+		t.Errorf("a nil Header without a level: %v; want it passed on as it is", err)
+	}
 }

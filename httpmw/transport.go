@@ -114,8 +114,9 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefusedLocall
 // HTTP date) on a 429 or 503 holds that kind of call back for that long.
 // A request it refuses is not sent: RoundTrip closes its body and returns
 // a *RefusedError (errors.Is ErrRefusedLocally) that says which status the
-// host would likely have given. It panics on invalid options; the
-// RoundTripper is safe for concurrent use.
+// host would likely have given. A nil request or one without a URL fails
+// with an error before anything is counted. It panics on invalid options;
+// the RoundTripper is safe for concurrent use.
 func Transport(next http.RoundTripper, opts ...TransportOption) http.RoundTripper {
 	var c transportConfig
 	for _, o := range opts {
@@ -150,6 +151,15 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	switch {
+	case r == nil:
+		return nil, errors.New("httpmw: Transport: nil *http.Request")
+	case r.URL == nil:
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, errors.New("httpmw: Transport: nil Request.URL")
+	}
 	ctx := r.Context()
 	// Keys are bounded: a redirect may name any host and path.
 	host, call := clientkey.Bound(r.URL.Host, 0), clientkey.Bound(t.callType(r), 0)
@@ -189,6 +199,9 @@ func withOutgoingLevel(r *http.Request) *http.Request {
 		return r
 	}
 	r = r.Clone(r.Context()) // a RoundTripper must not change the request it was given
+	if r.Header == nil {     // http.Client never sends one; a caller of RoundTrip may
+		r.Header = http.Header{}
+	}
 	r.Header.Set(criticality.Header, l.String())
 	return r
 }
