@@ -3,6 +3,7 @@ package interceptors_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,9 +11,11 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/criticality"
 	"github.com/fairseat/fairseat/interceptors"
 )
 
@@ -89,6 +92,33 @@ func TestBadInput(t *testing.T) {
 	}
 	if m := interceptors.StreamMode(42).String(); m != "StreamMode(42)" {
 		t.Errorf("StreamMode(42) = %q", m)
+	}
+}
+
+// The client interceptors called directly with a nil ClientConn (gRPC
+// never does; a test of an interceptor chain may): the call goes on,
+// counted for the target "", and the level is sent.
+func TestClientNilClientConn(t *testing.T) {
+	ctx := criticality.NewContext(context.Background(), criticality.Sheddable)
+	var sent []string
+	invoker := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, opts ...grpc.CallOption) error {
+		md, _ := metadata.FromOutgoingContext(ctx)
+		sent = append(sent, md.Get(criticality.MetadataKey)...)
+		return status.Error(codes.Unavailable, "down")
+	}
+	if err := interceptors.UnaryClientInterceptor()(ctx, "/m/M", nil, nil, nil, invoker); status.Code(err) != codes.Unavailable || errors.Is(err, interceptors.ErrRefusedLocally) {
+		t.Errorf("unary with a nil ClientConn: %v, want the invoker's Unavailable", err)
+	}
+	streamer := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		md, _ := metadata.FromOutgoingContext(ctx)
+		sent = append(sent, md.Get(criticality.MetadataKey)...)
+		return nil, status.Error(codes.Unavailable, "down")
+	}
+	if _, err := interceptors.StreamClientInterceptor()(ctx, &grpc.StreamDesc{}, nil, "/m/S", streamer); status.Code(err) != codes.Unavailable {
+		t.Errorf("stream with a nil ClientConn: %v, want the streamer's Unavailable", err)
+	}
+	if want := []string{"sheddable", "sheddable"}; !slices.Equal(sent, want) {
+		t.Errorf("levels sent %q, want %q", sent, want)
 	}
 }
 

@@ -107,23 +107,24 @@ func newClient(opts []ClientOption) *client {
 // for them to share its counts. It panics on invalid options; the
 // interceptor is safe for concurrent use.
 func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
-	c := newClient(opts)
-	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		ctx = withOutgoingLevel(ctx)
-		target, now := cc.Target(), time.Now()
-		if err := c.decide(ctx, target, method, now); err != nil {
-			return err
-		}
-		var trailer metadata.MD
-		// The full slice expression makes append copy: the caller's array
-		// is never written. (Recycling the trailer and the options through a
-		// sync.Pool saved their two allocations and a fifth of the
-		// interceptor's own instructions, but nothing that measurements of
-		// whole calls could resolve, so it went: see benchmarks/CLIENT.md.)
-		err := invoker(ctx, method, req, reply, cc, append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(&trailer))...)
-		c.record(ctx, target, method, now, err, trailer)
+	return newClient(opts).unary
+}
+
+func (c *client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+	ctx = withOutgoingLevel(ctx)
+	target, now := targetOf(cc), time.Now()
+	if err := c.decide(ctx, target, method, now); err != nil {
 		return err
 	}
+	var trailer metadata.MD
+	// The full slice expression makes append copy: the caller's array
+	// is never written. (Recycling the trailer and the options through a
+	// sync.Pool saved their two allocations and a fifth of the
+	// interceptor's own instructions, but nothing that measurements of
+	// whole calls could resolve, so it went: see benchmarks/CLIENT.md.)
+	err := invoker(ctx, method, req, reply, cc, append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(&trailer))...)
+	c.record(ctx, target, method, now, err, trailer)
+	return err
 }
 
 // StreamClientInterceptor is UnaryClientInterceptor for streams. A stream
@@ -134,22 +135,33 @@ func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 // stream's own outcome is recorded once; a stream that is neither read to
 // its end nor cancelled is never recorded (gRPC leaks such a stream too).
 func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor {
-	c := newClient(opts)
-	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
-		ctx = withOutgoingLevel(ctx)
-		target, now := cc.Target(), time.Now()
-		if err := c.decide(ctx, target, method, now); err != nil {
-			return nil, err
-		}
-		cs, err := streamer(ctx, desc, cc, method, callOpts...)
-		if err != nil {
-			c.record(ctx, target, method, now, err, nil)
-			return nil, err
-		}
-		s := &outcomeStream{ClientStream: cs, c: c, ctx: ctx, target: target, method: method, start: now}
-		s.stop = context.AfterFunc(ctx, func() { s.done(nil, true) })
-		return s, nil
+	return newClient(opts).stream
+}
+
+func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
+	ctx = withOutgoingLevel(ctx)
+	target, now := targetOf(cc), time.Now()
+	if err := c.decide(ctx, target, method, now); err != nil {
+		return nil, err
 	}
+	cs, err := streamer(ctx, desc, cc, method, callOpts...)
+	if err != nil {
+		c.record(ctx, target, method, now, err, nil)
+		return nil, err
+	}
+	s := &outcomeStream{ClientStream: cs, c: c, ctx: ctx, target: target, method: method, start: now}
+	s.stop = context.AfterFunc(ctx, func() { s.done(nil, true) })
+	return s, nil
+}
+
+// targetOf returns cc's target, the backend the throttle counts for; ""
+// for a nil cc, which gRPC never passes but a test calling an interceptor
+// directly may.
+func targetOf(cc *grpc.ClientConn) string {
+	if cc == nil {
+		return ""
+	}
+	return cc.Target()
 }
 
 // decide asks the throttle about a call of method to target at now, and
