@@ -25,4 +25,16 @@
 // above), so that under overload sheddable work waits while critical work
 // of the same route goes first, and aging still bounds how long it waits.
 // A level never lifts a request into another route's tier.
+//
+// # Errors and panics
+//
+// [Parse] accepts exactly the four names, in any ASCII case, and fails on
+// anything else — empty, padded with spaces, with control characters or
+// invalid UTF-8, of any length — with an error wrapping [ErrInvalid] that
+// quotes at most 32 bytes of the input (its cost is bounded by the
+// longest name, not by the input). [Level.String] names a value that is
+// not a level "Level(n)". [NewContext] stores only a valid level (it
+// returns ctx as it is for any other value) and panics on a nil ctx, as
+// context.WithValue does; [FromContext] of a nil ctx is Critical and
+// false. bad_input_test.go tries each.
 package criticality
