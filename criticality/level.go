@@ -3,7 +3,6 @@ package criticality
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Level is how critical a request is. The zero value is Critical, the
@@ -55,7 +54,7 @@ func (l Level) String() string {
 // at most 32 bytes of s.
 func Parse(s string) (Level, error) {
 	for i, n := range names {
-		if strings.EqualFold(s, n) {
+		if equalFoldASCII(s, n) {
 			return Sheddable + Level(i), nil
 		}
 	}
@@ -63,4 +62,23 @@ func Parse(s string) (Level, error) {
 		s = s[:32] + "..."
 	}
 	return Critical, fmt.Errorf("%w: %q", ErrInvalid, s)
+}
+
+// equalFoldASCII reports whether s equals name, a lower-case ASCII name,
+// up to ASCII case. (strings.EqualFold folds Unicode too: it would take
+// "ſheddable", with U+017F, for "sheddable".)
+func equalFoldASCII(s, name string) bool {
+	if len(s) != len(name) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -33,7 +33,10 @@ func TestParseAndString(t *testing.T) {
 
 func TestParseInvalid(t *testing.T) {
 	long := strings.Repeat("x", 1<<20)
-	for _, in := range []string{"", " critical", "critical ", "crit", "critical-plus", "1", "critical_plus\x00", "ﬀ", long} {
+	// "ſ" (U+017F, long s) folds to "s" under Unicode case folding: a
+	// name spelled with it is not a level in any ASCII case.
+	for _, in := range []string{"", " critical", "critical ", "crit", "critical-plus", "1", "critical_plus\x00", "ﬀ", long,
+		"ſheddable", "critical_pluſ", "ſheddable_pluſ", "SHEDDABLE_PLUſ"} {
 		got, err := criticality.Parse(in)
 		if !errors.Is(err, criticality.ErrInvalid) || got != criticality.Critical {
 			t.Errorf("Parse(%.40q) = %v, %v; want Critical and ErrInvalid", in, got, err)
