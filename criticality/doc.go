@@ -36,5 +36,5 @@
 // not a level "Level(n)". [NewContext] stores only a valid level (it
 // returns ctx as it is for any other value) and panics on a nil ctx, as
 // context.WithValue does; [FromContext] of a nil ctx is Critical and
-// false. bad_input_test.go tries each.
+// false. bad_input_test.go tries each, and FuzzParse fuzzes Parse.
 package criticality
