@@ -3,10 +3,8 @@ package httpmw
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -206,17 +204,14 @@ func withOutgoingLevel(r *http.Request) *http.Request {
 	return r
 }
 
-// retryAfter parses a Retry-After value, delay-seconds or an HTTP date,
-// relative to now; 0 when it is missing, malformed or not in the future.
+// retryAfter parses a Retry-After value, delay-seconds (digits only; too
+// many for a time.Duration is the longest one, which the throttle caps) or
+// an HTTP date, relative to now, surrounding spaces ignored; 0 when it is
+// missing, malformed or not in the future.
 func retryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseUint(v, 10, 63); err == nil {
-		return time.Duration(min(secs, math.MaxInt64/uint64(time.Second))) * time.Second
-	} else if errors.Is(err, strconv.ErrRange) {
-		return math.MaxInt64 // the longest delay; the throttle caps it
+	if secs, ok := throttle.ParseDelay(v, time.Second); ok {
+		return secs
 	}
 	if at, err := http.ParseTime(v); err == nil && at.After(now) {
 		return at.Sub(now)

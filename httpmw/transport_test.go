@@ -232,6 +232,8 @@ func TestRetryAfterParsing(t *testing.T) {
 		"1.5":                           0,
 		"soon":                          0,
 		"99999999999999999999999":       1<<63 - 1,
+		"99999999999999999999999x":      0, // malformed, however long its digits
+		"+99999999999999999999999":      0, // delay-seconds is digits only
 		"9223372036":                    9223372036 * time.Second,
 		"Thu, 01 Jan 2026 00:00:09 GMT": 9 * time.Second,
 		"Wed, 31 Dec 2025 23:59:00 GMT": 0,

@@ -164,7 +164,7 @@ func TestClientHonoursPushback(t *testing.T) {
 
 // A pushback that is not a positive number of milliseconds is ignored.
 func TestClientIgnoresBadPushback(t *testing.T) {
-	for _, trailer := range []string{"-5", "0", "soon", "1.5", "99999999999999999999999"} {
+	for _, trailer := range []string{"-5", "0", "soon", "1.5", "99999999999999999999999", "99999999999999999999999x", "-99999999999999999999999"} {
 		synctest.Test(t, func(t *testing.T) {
 			e := newEnv(t, envConfig{types: cloneTypes})
 			ps := &pushbackServer{code: codes.Aborted, trailer: trailer, seen: map[string]int{}}

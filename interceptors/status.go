@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/internal/throttle"
 )
 
 // PushbackTrailer is the trailer in which a rejected call tells the client
@@ -99,18 +100,16 @@ func roundMillis(d time.Duration) time.Duration {
 
 // retryDelay returns the delay a failed call's response asks for: the
 // larger of st's RetryInfo detail and the PushbackTrailer in trailer, 0 if
-// neither holds a valid, positive delay. A trailer value too large for a
-// time.Duration asks for the longest one (the throttle caps it).
+// neither holds a valid, positive delay. The trailer's first value counts
+// (gRPC sends one); it is a decimal number of milliseconds, digits with
+// an optional "+" (a negative one asks for none, anything else is
+// ignored), and one too large for a time.Duration asks for the longest one
+// (the throttle caps it).
 func retryDelay(st *status.Status, trailer metadata.MD) time.Duration {
 	var d time.Duration
 	if vs := trailer.Get(PushbackTrailer); len(vs) > 0 {
-		ms, err := strconv.ParseInt(vs[0], 10, 64)
-		var ne *strconv.NumError
-		switch {
-		case err == nil && ms > 0:
-			d = time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
-		case errors.As(err, &ne) && ne.Err == strconv.ErrRange && !strings.HasPrefix(vs[0], "-"):
-			d = math.MaxInt64
+		if ms, ok := throttle.ParseDelay(strings.TrimPrefix(vs[0], "+"), time.Millisecond); ok {
+			d = ms
 		}
 	}
 	for _, det := range st.Details() {

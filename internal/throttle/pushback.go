@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"math"
 	"time"
 
 	"github.com/fairseat/fairseat/internal/clientkey"
@@ -80,4 +81,35 @@ func (ps pushbacks) set(call string, p pushback, now time.Time) {
 		}
 	}
 	ps[call] = p
+}
+
+// ParseDelay reads a retry delay as the wire states it, a decimal count of
+// unit (grpc-retry-pushback-ms: milliseconds; Retry-After: seconds):
+// ASCII digits only, no sign, no space, at least one. A count too large for
+// a Duration is the longest Duration (Record caps it at
+// Config.MaxPushback). ok is false for anything else, however many digits
+// it starts with. unit must be positive; the work is one pass over s.
+func ParseDelay(s string, unit time.Duration) (d time.Duration, ok bool) {
+	if s == "" || unit <= 0 {
+		return 0, false
+	}
+	limit := uint64(math.MaxInt64 / unit) // the largest count that fits
+	var n uint64
+	over := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		// n <= limit/10 keeps n*10 + digit below 2^64: no wrap-around.
+		if next := n*10 + uint64(c-'0'); !over && n <= limit/10 && next <= limit {
+			n = next
+		} else {
+			over = true
+		}
+	}
+	if over {
+		return math.MaxInt64, true
+	}
+	return time.Duration(n) * unit, true
 }

@@ -383,3 +383,45 @@ func TestKeysBounded(t *testing.T) {
 	}
 	checkFront(t, th)
 }
+
+// ParseDelay reads digits only, saturating at the longest Duration;
+// anything else, however many digits it starts with, is not a delay.
+func TestParseDelay(t *testing.T) {
+	const maxD = time.Duration(math.MaxInt64)
+	for _, tc := range []struct {
+		in   string
+		unit time.Duration
+		want time.Duration
+		ok   bool
+	}{
+		{"0", time.Second, 0, true},
+		{"1234", time.Millisecond, 1234 * time.Millisecond, true},
+		{"0005", time.Second, 5 * time.Second, true},
+		{"9223372036", time.Second, 9223372036 * time.Second, true},
+		{"9223372037", time.Second, maxD, true}, // the first count of seconds past the longest Duration
+		{"9223372036854", time.Millisecond, 9223372036854 * time.Millisecond, true},
+		{"9223372036855", time.Millisecond, maxD, true},
+		{"9223372036854775807", 1, maxD, true},
+		{"9223372036854775808", 1, maxD, true},
+		{"99999999999999999999999", time.Second, maxD, true},
+		{strings.Repeat("9", 1<<16), time.Millisecond, maxD, true},
+		{"", time.Second, 0, false},
+		{"-1", time.Second, 0, false},
+		{"+1", time.Second, 0, false},
+		{" 1", time.Second, 0, false},
+		{"1 ", time.Second, 0, false},
+		{"1.5", time.Second, 0, false},
+		{"1e3", time.Second, 0, false},
+		{"99999999999999999999999x", time.Second, 0, false},
+		{"٣", time.Second, 0, false}, // a digit, but not ASCII
+		{"5", 0, 0, false},
+		{"5", -time.Second, 0, false},
+		{"5", maxD, maxD, true}, // five of the longest Duration saturate
+		{"1", maxD, maxD, true},
+	} {
+		d, ok := ParseDelay(tc.in, tc.unit)
+		if d != tc.want || ok != tc.ok {
+			t.Errorf("ParseDelay(%.30q, %v) = %v, %v; want %v, %v", tc.in, tc.unit, d, ok, tc.want, tc.ok)
+		}
+	}
+}
