@@ -54,5 +54,8 @@
 // reports it). One mutex guards all
 // state; decisions run no goroutine and arm no timer. Time and the random
 // source are arguments, so that the adapters read the clock once per call
-// and tests are deterministic.
+// and tests are deterministic. A now before an earlier one (a clock that went
+// back) counts in the newest bucket, and lengthens the time left of a
+// pushback by as much, past MaxPushback; the adapters pass time.Now, whose
+// monotonic reading never goes back.
 package throttle
