@@ -2,17 +2,21 @@ package httpmw
 
 import (
 	"context"
-	"net/url"
-
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
-	"github.com/fairseat/fairseat/criticality"
+	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fairseat/fairseat/admission"
+	"github.com/fairseat/fairseat/criticality"
 )
 
 // Bad input to every exported function: the documented panic for
@@ -27,6 +31,17 @@ func TestBadInput(t *testing.T) {
 		{"Middleware(nil)", func() { Middleware(nil) }, "nil *admission.Scheduler"},
 		{"Tag with nil handler", func() { Tag("clone", nil, nil) }, "nil handler"},
 		{"Principal(nil)", func() { Principal(nil) }, "nil getter"},
+		{"WithCriticalityOffsets(not a level)", func() {
+			Middleware(nil, WithCriticalityOffsets(map[criticality.Level]admission.Priority{2: 1}))
+		}, "WithCriticalityOffsets: criticality offsets: Level(2) is not a level"},
+		{"WithThrottle(negative window)", func() { Transport(nil, WithThrottle(-time.Second, 0)) }, "Window must be"},
+		{"WithThrottle(1 ns window)", func() { Transport(nil, WithThrottle(time.Nanosecond, 0)) }, "Window must be"},
+		{"WithThrottle(K below 1)", func() { Transport(nil, WithThrottle(0, 0.999)) }, "K must be"},
+		{"WithThrottle(NaN K)", func() { Transport(nil, WithThrottle(0, math.NaN())) }, "K must be"},
+		{"WithThrottle(infinite K)", func() { Transport(nil, WithThrottle(0, math.Inf(1))) }, "K must be"},
+		{"WithThrottle(-infinite K)", func() { Transport(nil, WithThrottle(0, math.Inf(-1))) }, "K must be"},
+		{"WithMaxPushback(negative)", func() { Transport(nil, WithMaxPushback(-1)) }, "MaxPushback must be"},
+		{"WithMaxBackends(negative)", func() { Transport(nil, WithMaxBackends(-1)) }, "MaxBackends must be"},
 	} {
 		if got := panicOf(tc.call); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: panic %q, want one saying %q", tc.name, got, tc.want)
@@ -103,6 +118,81 @@ func panicOf(f func()) (msg string) {
 	}()
 	f()
 	return ""
+}
+
+// Bad input to the criticality options and Transport: nil and zero values
+// mean the defaults, extreme offsets are clamped by the scheduler, trust
+// predicates of nothing trust nobody, and a call type of any length or
+// content is bounded.
+func TestBadInputCriticalityAndTransport(t *testing.T) {
+	s := newScheduler(t, admission.Config{Capacity: 1}, admission.JobTypeConfig{})
+	defer func() { must(t, s.Close(t.Context())) }()
+	// level sends a request from a trusted-looking peer with a verified
+	// certificate of an empty subject, stating level, through a
+	// middleware built with opts, and returns its status and the level
+	// its handler saw.
+	level := func(level string, opts ...Option) (int, string) {
+		seen := "not run"
+		h := Middleware(s, opts...)(cloneMux(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			l, ok := criticality.FromContext(r.Context())
+			seen = fmt.Sprint(l, " ", ok)
+		})))
+		r := httptest.NewRequest("POST", "/repos/r/clone", nil)
+		r.RemoteAddr = "10.0.0.5:1"
+		r.Header.Set(criticality.Header, level)
+		anon := &x509.Certificate{}
+		r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{anon}, VerifiedChains: [][]*x509.Certificate{{anon}}}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec.Code, seen
+	}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want string
+	}{
+		{"WithCriticalityTrust(nil): nobody", []Option{WithCriticalityTrust(nil)}, "critical false"},
+		{"PeerIn(): nobody", []Option{WithCriticalityTrust(PeerIn())}, "critical false"},
+		{"PeerIn(invalid prefix): nobody", []Option{WithCriticalityTrust(PeerIn(netip.Prefix{}))}, "critical false"},
+		{"ClientCertIn(\"\"): not an empty subject", []Option{WithCriticalityTrust(ClientCertIn(""))}, "critical false"},
+		{"ClientCertIn(): nobody", []Option{WithCriticalityTrust(ClientCertIn())}, "critical false"},
+		{"WithCriticalityOffsets(nil): the defaults", []Option{trustInternal, WithCriticalityOffsets(nil)}, "sheddable true"},
+		{"extreme offsets", []Option{trustInternal, WithCriticalityOffsets(map[criticality.Level]admission.Priority{
+			criticality.Sheddable: math.MinInt, criticality.CriticalPlus: math.MaxInt})}, "sheddable true"},
+		{"WithMeterProvider(nil): the global one", []Option{trustInternal, WithMeterProvider(nil), nil}, "sheddable true"},
+	} {
+		if code, seen := level("sheddable", tc.opts...); code != http.StatusOK || seen != tc.want {
+			t.Errorf("%s: %d, handler saw %q; want 200 and %q", tc.name, code, seen, tc.want)
+		}
+	}
+	if code, seen := level("critical_plus", trustInternal, WithCriticalityOffsets(map[criticality.Level]admission.Priority{
+		criticality.CriticalPlus: math.MaxInt})); code != http.StatusOK || seen != "critical_plus true" {
+		t.Errorf("an offset of MaxInt: %d, handler saw %q", code, seen)
+	}
+
+	// Nil and zero values are the defaults.
+	rt := Transport(nil, nil, WithThrottle(0, 0), WithMaxPushback(0), WithMaxBackends(0), WithCallType(nil), WithMeterProvider(nil))
+	if tr := rt.(*transport); tr.next != http.DefaultTransport || tr.callType == nil {
+		t.Errorf("Transport(nil, zero options): next %v, call type %p; want http.DefaultTransport and the default", tr.next, tr.callType)
+	}
+	// A call type of any length or content is bounded; "" holds the whole
+	// host back.
+	sent := 0
+	for _, ct := range []string{strings.Repeat("\xff\x00", 1<<16), ""} {
+		rt := Transport(hostileHost(http.StatusServiceUnavailable, []string{"60"}, &sent), WithCallType(func(*http.Request) string { return ct }))
+		for _, path := range []string{"/a", "/b"} {
+			r := httptest.NewRequest("GET", "http://h.test"+path, nil)
+			if resp, err := rt.RoundTrip(r); err == nil {
+				resp.Body.Close()
+			}
+		}
+		if fp := rt.(*transport).th.Footprint(); fp.Pushbacks != 1 || fp.KeyBytes > 2*128 {
+			t.Errorf("call type %.20q: footprint %+v; want one pushback, names of at most 128 bytes", ct, fp)
+		}
+	}
+	if sent != 2 {
+		t.Errorf("the host saw %d requests, want 2: one call type for both paths", sent)
+	}
 }
 
 // Requests that http.Client never sends but a RoundTripper may be handed

@@ -114,17 +114,49 @@
 // What a client sends is never a reason to panic: malformed, huge,
 // control-character or invalid-UTF-8 headers, 10,000 header entries or a
 // missing job ID end in one of the statuses above (hostile_test.go and
-// FuzzRequest try them). Configuration is checked where it is given:
+// FuzzRequest try them). A hostile Fairseat-Criticality (the same values,
+// padded, in other cases, repeated) never fails the request: from an
+// untrusted caller it is ignored, from a trusted one it counts only if it
+// is exactly one level's name in any ASCII case, as described above
+// (over HTTP/1.1, net/http has trimmed the spaces around it and refused
+// control characters before the middleware sees it;
+// hostile_criticality_test.go).
+//
+// What a host sends back is never a reason to panic either, nor to hold
+// requests back longer than WithMaxPushback: a Retry-After whose first
+// value is neither delay-seconds (digits only, spaces around ignored)
+// nor an HTTP date in the future is ignored — negative, fractional or
+// malformed values, however many digits they start with, dates past or
+// not in GMT — and one too long for a time.Duration is the cap. However
+// many hosts and paths a client is sent to (a redirect names any), it
+// keeps at most WithMaxBackends hosts and 64 kinds of request under
+// pushback per host, each name kept in at most 128 bytes
+// (hostile_transport_test.go, FuzzRetryAfter).
+//
+// Configuration is checked where it is given:
 // Middleware panics on a nil scheduler and Tag on a nil handler, as
 // http.Handle does, Principal on a nil getter, and Middleware and
-// Transport on an option they cannot use (WithCriticalityOffsets for a
-// value that is not a level; Transport's throttle options), naming it; nil options, a nil
-// KeyFunc, RejectHandler or exempt matcher, and WithMaxKeyLen below 80 mean
-// the defaults; a nil jobID function means no job ID; FirstOf skips nil
-// sources, and with none fails with ErrNoKey. ForwardedClient accepts any
-// peer and header (an invalid peer is returned as it is). RejectionFor(nil)
-// is a 500, and WriteRejection writes a Status that is no HTTP status as
-// 500 and a nil Err as the status text (bad_input_test.go tries each).
+// Transport on an option they cannot use, naming it:
+// WithCriticalityOffsets for a value that is not a level; WithThrottle
+// with a window of 1 to 59 ns or negative, or a K below 1, NaN or
+// infinite; WithMaxPushback or WithMaxBackends negative. Nil options, a
+// nil KeyFunc, RejectHandler or exempt matcher, and WithMaxKeyLen below
+// 80 mean the defaults, as do Transport(nil, ...) (http.DefaultTransport),
+// the zeros of WithThrottle, WithMaxPushback and WithMaxBackends,
+// WithCallType(nil), WithCriticalityOffsets(nil) and
+// WithMeterProvider(nil) (the global provider); any offset is clamped by
+// the scheduler into the type's tier; a call type of any length or
+// content is bounded (hashed), and "" holds the whole host back; a nil
+// jobID function means no job ID; FirstOf skips nil sources, and with
+// none fails with ErrNoKey; PeerIn() and PeerIn of an invalid prefix,
+// ClientCertIn() and ClientCertIn(""), and WithCriticalityTrust(nil)
+// trust nobody. ForwardedClient accepts any peer and header (an invalid
+// peer is returned as it is). RejectionFor(nil) is a 500, and
+// WriteRejection writes a Status that is no HTTP status as 500 and a nil
+// Err as the status text. Transport's RoundTrip given a nil request or
+// one without a URL returns an error, and adds the level to a request
+// with a nil Header in a header of its own (bad_input_test.go tries
+// each).
 //
 // The middleware wraps no http.ResponseWriter, so http.ResponseController,
 // flushing, hijacking and every optional interface of the server's writer

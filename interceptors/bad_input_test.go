@@ -3,6 +3,10 @@ package interceptors_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +16,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/fairseat/fairseat/admission"
 	"github.com/fairseat/fairseat/criticality"
@@ -49,6 +55,16 @@ func TestBadInput(t *testing.T) {
 		{"Field(\"\")", func() { interceptors.Field("") }, "not a valid proto field name"},
 		{"Principal(nil)", func() { interceptors.Principal(nil) }, "nil getter"},
 		{"TrustedMetadata(key, nil)", func() { interceptors.TrustedMetadata("x-tenant-id", nil) }, "nil trusted-peer predicate"},
+		{"WithCriticalityOffsets(not a level)", func() {
+			interceptors.UnaryServerInterceptor(s, interceptors.WithCriticalityOffsets(map[criticality.Level]admission.Priority{-3: 1}))
+		}, "WithCriticalityOffsets: criticality offsets: Level(-3) is not a level"},
+		{"WithThrottle(negative window)", func() { interceptors.UnaryClientInterceptor(interceptors.WithThrottle(-time.Second, 0)) }, "Window must be"},
+		{"WithThrottle(1 ns window)", func() { interceptors.StreamClientInterceptor(interceptors.WithThrottle(time.Nanosecond, 0)) }, "Window must be"},
+		{"WithThrottle(K below 1)", func() { interceptors.UnaryClientInterceptor(interceptors.WithThrottle(0, 0.5)) }, "K must be"},
+		{"WithThrottle(negative K)", func() { interceptors.UnaryClientInterceptor(interceptors.WithThrottle(0, -2)) }, "K must be"},
+		{"WithThrottle(NaN K)", func() { interceptors.UnaryClientInterceptor(interceptors.WithThrottle(0, math.NaN())) }, "K must be"},
+		{"WithThrottle(infinite K)", func() { interceptors.StreamClientInterceptor(interceptors.WithThrottle(0, math.Inf(1))) }, "K must be"},
+		{"WithMaxPushback(negative)", func() { interceptors.UnaryClientInterceptor(interceptors.WithMaxPushback(-time.Nanosecond)) }, "MaxPushback must be"},
 	} {
 		if got := panicOf(tc.call); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: panic %q, want one saying %q", tc.name, got, tc.want)
@@ -92,6 +108,75 @@ func TestBadInput(t *testing.T) {
 	}
 	if m := interceptors.StreamMode(42).String(); m != "StreamMode(42)" {
 		t.Errorf("StreamMode(42) = %q", m)
+	}
+}
+
+// Bad input to the criticality options and the client side: nil and zero
+// values mean the defaults, extreme offsets are clamped by the scheduler,
+// trust predicates of nothing trust nobody.
+func TestBadInputCriticalityAndClient(t *testing.T) {
+	s := newBareScheduler(t)
+	if err := s.RegisterType("clone", cloneTypes["clone"]); err != nil {
+		t.Fatal(err)
+	}
+	// call runs a unary call from addr stating level through the server
+	// interceptor built with opts, and returns its status and the level
+	// its handler saw.
+	call := func(addr, level string, opts ...interceptors.Option) (codes.Code, string) {
+		ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: net.TCPAddrFromAddrPort(netip.MustParseAddrPort(addr))})
+		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs(criticality.MetadataKey, level))
+		seen := "not run"
+		_, err := interceptors.UnaryServerInterceptor(s, append([]interceptors.Option{cloneRoutes}, opts...)...)(ctx, wrapperspb.String("x"),
+			&grpc.UnaryServerInfo{FullMethod: cloneMethod}, func(ctx context.Context, _ any) (any, error) {
+				l, ok := criticality.FromContext(ctx)
+				seen = fmt.Sprint(l, " ", ok)
+				return nil, nil
+			})
+		return status.Code(err), seen
+	}
+	for _, tc := range []struct {
+		name string
+		opts []interceptors.Option
+		want string
+	}{
+		{"WithCriticalityTrust(nil): nobody", []interceptors.Option{interceptors.WithCriticalityTrust(nil)}, "critical false"},
+		{"PeerIn(): nobody", []interceptors.Option{interceptors.WithCriticalityTrust(interceptors.PeerIn())}, "critical false"},
+		{"PeerIn(invalid prefix): nobody", []interceptors.Option{interceptors.WithCriticalityTrust(interceptors.PeerIn(netip.Prefix{}))}, "critical false"},
+		{"ClientCertIn(\"\"): nobody", []interceptors.Option{interceptors.WithCriticalityTrust(interceptors.ClientCertIn(""))}, "critical false"},
+		{"ClientCertIn(): nobody", []interceptors.Option{interceptors.WithCriticalityTrust(interceptors.ClientCertIn())}, "critical false"},
+		{"WithCriticalityOffsets(nil): the defaults", []interceptors.Option{trustInternal, interceptors.WithCriticalityOffsets(nil)}, "sheddable true"},
+		{"extreme offsets", []interceptors.Option{trustInternal, interceptors.WithCriticalityOffsets(map[criticality.Level]admission.Priority{
+			criticality.Sheddable: math.MinInt, criticality.CriticalPlus: math.MaxInt})}, "sheddable true"},
+		{"WithMeterProvider(nil): the global one", []interceptors.Option{trustInternal, interceptors.WithMeterProvider(nil), nil}, "sheddable true"},
+	} {
+		if code, seen := call(trustedAddr, "sheddable", tc.opts...); code != codes.OK || seen != tc.want {
+			t.Errorf("%s: %v, handler saw %q; want OK and %q", tc.name, code, seen, tc.want)
+		}
+	}
+	if code, seen := call(trustedAddr, "critical_plus", trustInternal, interceptors.WithCriticalityOffsets(map[criticality.Level]admission.Priority{
+		criticality.CriticalPlus: math.MaxInt})); code != codes.OK || seen != "critical_plus true" {
+		t.Errorf("an offset of MaxInt: %v, handler saw %q", code, seen)
+	}
+
+	// Nil options and zero values are the defaults; the client interceptors
+	// are built and pass a call on.
+	calls := 0
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+		calls++
+		return nil
+	}
+	for _, opts := range [][]interceptors.ClientOption{
+		nil,
+		{nil},
+		{interceptors.WithThrottle(0, 0), interceptors.WithMaxPushback(0), interceptors.WithMeterProvider(nil)},
+		{interceptors.WithThrottle(60, 1), interceptors.WithMaxPushback(1)}, // the least values that work
+	} {
+		if err := interceptors.UnaryClientInterceptor(opts...)(context.Background(), "/m/M", nil, nil, nil, invoker); err != nil {
+			t.Errorf("options %v: %v", opts, err)
+		}
+	}
+	if calls != 4 {
+		t.Errorf("%d calls passed on, want 4", calls)
 	}
 }
 

@@ -171,19 +171,43 @@
 // malformed, control characters, invalid UTF-8, 10,000 entries), a request
 // message without the job ID field, or a peer without an IP address end in
 // one of the statuses below (hostile_test.go and the fuzz targets try
-// them). Configuration is checked when the interceptors are built, and
+// them). A hostile fairseat-criticality (the same values, padded, in other
+// cases, repeated) never fails the call: from an untrusted caller it is
+// ignored, from a trusted one it counts only if it is exactly one level's
+// name in any ASCII case, as described above (hostile_criticality_test.go).
+//
+// What a server sends back is never a reason to panic either, nor to hold
+// calls back longer than WithMaxPushback: a grpc-retry-pushback-ms whose
+// first value is not a decimal number of milliseconds (an optional "+",
+// digits only: negative, padded, fractional or malformed values, however
+// many digits they start with) is ignored, as is a RetryInfo detail
+// without a valid positive delay; a delay too long for a time.Duration is
+// the cap; the larger of the two counts. However many methods a client
+// calls (a proxy forwards what its callers name), a target keeps at most
+// 64 under pushback, each name kept in at most 128 bytes
+// (hostile_client_internal_test.go, FuzzRetryDelay).
+//
+// Configuration is checked when the interceptors are built, and
 // what cannot work panics there, as http.ServeMux does: a nil scheduler, a
 // malformed route pattern or MatchMethods pattern, an invalid StreamMode,
 // a Field path that is no proto name, Principal(nil), TrustedMetadata
 // with a nil predicate, and an option the server or client interceptors
-// cannot use (WithCriticalityOffsets for a value that is not a level, the
-// client's throttle options), naming it. Nil options, a nil KeyFunc,
-// StatusFunc or exempt matcher mean the defaults; a nil JobID means no job
-// ID; FirstOf skips nil sources and with none fails with ErrNoKey;
-// PeerIn() trusts nobody; WithMaxKeyLen below 80 means 128 bytes. A
-// StatusFunc's nil or OK status means DefaultStatus's; DefaultStatus(ctx,
-// nil) is OK, and AddRetryInfo asks for at least 1 ms, whatever d (a nil
-// status stays nil). TestBadInput tries each.
+// cannot use, naming it: WithCriticalityOffsets for a value that is not a
+// level; WithThrottle with a window of 1 to 59 ns or negative, or a K
+// below 1, NaN or infinite; WithMaxPushback negative. Nil options, a nil
+// KeyFunc, StatusFunc or exempt matcher mean the defaults, as do
+// WithThrottle's and WithMaxPushback's zeros, WithCriticalityOffsets(nil)
+// and WithMeterProvider(nil) (the global provider); any offset is clamped
+// by the scheduler into the type's tier; a nil JobID means no job ID;
+// FirstOf skips nil sources and with none fails with ErrNoKey; PeerIn()
+// and PeerIn of an invalid prefix, ClientCertIn() and ClientCertIn(""),
+// and WithCriticalityTrust(nil) trust nobody; WithMaxKeyLen below 80
+// means 128 bytes. A StatusFunc's nil or OK status means DefaultStatus's;
+// DefaultStatus(ctx, nil) is OK, and AddRetryInfo asks for at least 1 ms,
+// whatever d (a nil status stays nil). The client interceptors called
+// with a nil ClientConn (gRPC never passes one) count the call for the
+// target "". TestBadInput, TestBadInputCriticalityAndClient and
+// TestClientNilClientConn try each.
 //
 // # Rejections
 //
