@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fairseat/fairseat/criticality"
+	"github.com/fairseat/fairseat/internal/hostiletest"
 )
 
 // Bad input to every exported function: a documented default, a clear
@@ -31,24 +32,10 @@ func TestBadInput(t *testing.T) {
 	if l, ok := criticality.FromContext(nil); ok || l != criticality.Critical { //nolint:staticcheck // the nil is the test
 		t.Errorf("FromContext(nil) = %v, %v; want critical, false", l, ok)
 	}
-	if got := panicOf(func() { criticality.NewContext(nil, criticality.Sheddable) }); !strings.Contains(got, "NewContext: nil context") { //nolint:staticcheck // the nil is the test
+	if got := hostiletest.PanicOf(func() { criticality.NewContext(nil, criticality.Sheddable) }); !strings.Contains(got, "NewContext: nil context") { //nolint:staticcheck // the nil is the test
 		t.Errorf("NewContext(nil): panic %q, want one naming the nil context", got)
 	}
-	if got := panicOf(func() { criticality.NewContext(nil, criticality.Level(9)) }); !strings.Contains(got, "NewContext: nil context") { //nolint:staticcheck // the nil is the test
+	if got := hostiletest.PanicOf(func() { criticality.NewContext(nil, criticality.Level(9)) }); !strings.Contains(got, "NewContext: nil context") { //nolint:staticcheck // the nil is the test
 		t.Errorf("NewContext(nil, invalid): panic %q, want one naming the nil context", got)
 	}
-}
-
-// panicOf returns what f panicked with, or "".
-func panicOf(f func()) (msg string) {
-	defer func() {
-		if v := recover(); v != nil {
-			msg, _ = v.(string)
-			if msg == "" {
-				msg = "a panic that is not a string"
-			}
-		}
-	}()
-	f()
-	return ""
 }

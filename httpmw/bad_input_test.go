@@ -17,6 +17,7 @@ import (
 
 	"github.com/fairseat/fairseat/admission"
 	"github.com/fairseat/fairseat/criticality"
+	"github.com/fairseat/fairseat/internal/hostiletest"
 )
 
 // Bad input to every exported function: the documented panic for
@@ -43,7 +44,7 @@ func TestBadInput(t *testing.T) {
 		{"WithMaxPushback(negative)", func() { Transport(nil, WithMaxPushback(-1)) }, "MaxPushback must be"},
 		{"WithMaxBackends(negative)", func() { Transport(nil, WithMaxBackends(-1)) }, "MaxBackends must be"},
 	} {
-		if got := panicOf(tc.call); !strings.Contains(got, tc.want) {
+		if got := hostiletest.PanicOf(tc.call); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: panic %q, want one saying %q", tc.name, got, tc.want)
 		}
 	}
@@ -104,20 +105,6 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("WriteRejection(%+v): %d %q, want %d and a body", tc.rej, rec.Code, rec.Body, tc.want)
 		}
 	}
-}
-
-// panicOf returns what f panicked with, or "".
-func panicOf(f func()) (msg string) {
-	defer func() {
-		if v := recover(); v != nil {
-			msg, _ = v.(string)
-			if msg == "" {
-				msg = "a panic that is not a string"
-			}
-		}
-	}()
-	f()
-	return ""
 }
 
 // Bad input to the criticality options and Transport: nil and zero values

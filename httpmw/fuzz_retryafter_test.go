@@ -1,8 +1,6 @@
 package httpmw
 
 import (
-	"context"
-	"errors"
 	"math"
 	"math/big"
 	"net/http"
@@ -37,34 +35,11 @@ func FuzzRetryAfter(f *testing.F) {
 			if got := retryAfter(v1, start); got != want || got < 0 {
 				t.Fatalf("retryAfter(%q) = %v, want %v", v1, got, want)
 			}
-			want = min(want, maxPushback)
-			sent := 0
-			next := rtFunc(func(r *http.Request) (*http.Response, error) {
-				sent++
-				h := http.Header{"Retry-After": {v1}}
-				if twice {
-					h["Retry-After"] = append(h["Retry-After"], v2)
-				}
-				return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: h, Body: http.NoBody}, nil
-			})
-			rt := Transport(next, WithMaxPushback(maxPushback), withRand(func() float64 { return 0.999 }))
-			for range 2 {
-				r, _ := http.NewRequestWithContext(context.Background(), "GET", "http://h.test/x", nil)
-				_, err := rt.RoundTrip(r)
-				var rej *RefusedError
-				switch {
-				case err == nil:
-				case errors.As(err, &rej):
-					if rej.Throttled || rej.RetryAfter != want || rej.RetryAfter <= 0 || rej.Status != http.StatusServiceUnavailable {
-						t.Fatalf("Retry-After %q: refused with %+v, want a pushback of %v", v1, rej, want)
-					}
-				default:
-					t.Fatalf("Retry-After %q: %v", v1, err)
-				}
+			values := []string{v1}
+			if twice {
+				values = append(values, v2)
 			}
-			if wantSent := 1 + b2i(want == 0); sent != wantSent {
-				t.Fatalf("Retry-After %q (delay %v): the host saw %d requests, want %d", v1, want, sent, wantSent)
-			}
+			wantHeldBack(t, http.StatusServiceUnavailable, values, maxPushback, min(want, maxPushback))
 		})
 	})
 }

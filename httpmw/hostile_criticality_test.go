@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -15,56 +14,23 @@ import (
 
 	"github.com/fairseat/fairseat/admission"
 	"github.com/fairseat/fairseat/criticality"
+	"github.com/fairseat/fairseat/internal/hostiletest"
 	"github.com/fairseat/fairseat/internal/oteltest"
 )
 
-// hostileLevels are Fairseat-Criticality headers as a client may send
-// them, each with the level a trusted caller gets ("-": none, the header
-// is ignored and counted as invalid). Only the four names, in any ASCII
-// case, alone, count.
-var hostileLevels = []struct {
-	name   string
-	values []string
-	level  string
-}{
-	{"mixed case", []string{"ShEdDaBlE"}, "sheddable"},
-	{"upper case", []string{"CRITICAL_PLUS"}, "critical_plus"},
-	{"huge", []string{strings.Repeat("critical_plus", 1<<16)}, "-"},
-	{"huge padding", []string{"sheddable" + strings.Repeat(" ", 1<<20)}, "-"},
-	{"space padded", []string{" sheddable "}, "-"},
-	{"tab padded", []string{"\tsheddable"}, "-"},
-	{"malformed", []string{"critical_plus;q=1"}, "-"},
-	{"a list in one value", []string{"sheddable, critical_plus"}, "-"},
-	{"control", []string{"sheddable\x00"}, "-"},
-	{"header injection", []string{"sheddable\r\nX-Evil: 1"}, "-"},
-	{"invalid UTF-8", []string{"sheddable\xff"}, "-"},
-	{"long s", []string{"ſheddable"}, "-"},
-	{"empty", []string{""}, "-"},
-	{"two levels", []string{"sheddable", "critical_plus"}, "-"},
-	{"10,000 entries", slicesRepeat("critical_plus", 10_000), "-"},
-}
-
-func slicesRepeat(s string, n int) []string {
-	vs := make([]string, n)
-	for i := range vs {
-		vs[i] = s
-	}
-	return vs
-}
-
-// Every hostile Fairseat-Criticality header, from a trusted and an
+// Every hostile Fairseat-Criticality header (hostiletest.Criticalities), from a trusted and an
 // untrusted peer, through the middleware: the request runs (never an error
 // to the caller); an untrusted peer never gets a level and is counted as
 // untrusted; a trusted one gets the level of the table, queued at that
 // level's offset, or none, counted as invalid.
 func TestHostileCriticalityHeader(t *testing.T) {
 	offsets := map[string]admission.Priority{"-": 0, "sheddable": -2, "critical_plus": 1}
-	for _, tc := range hostileLevels {
+	for _, tc := range hostiletest.Criticalities {
 		for _, peer := range []string{"10.0.0.5:1", "203.0.113.7:1"} {
 			synctest.Test(t, func(t *testing.T) {
 				rec := oteltest.New()
-				got := critScenario(t, []critRequest{{"x", peer, tc.values}}, trustInternal, WithMeterProvider(rec.MeterProvider))
-				want, untrusted, invalid := tc.level, 0.0, 0.0
+				got := critScenario(t, []critRequest{{"x", peer, tc.Values}}, trustInternal, WithMeterProvider(rec.MeterProvider))
+				want, untrusted, invalid := tc.Level, 0.0, 0.0
 				switch {
 				case peer == "203.0.113.7:1":
 					want, untrusted = "-", 1
@@ -72,7 +38,7 @@ func TestHostileCriticalityHeader(t *testing.T) {
 					invalid = 1
 				}
 				if got.seen["x"] != want || got.prio["x"] != 8+offsets[want] {
-					t.Errorf("%s from %s: handler level %q, queued at %d; want %q at %d (%v)", tc.name, peer, got.seen["x"], got.prio["x"], want, 8+offsets[want], got)
+					t.Errorf("%s from %s: handler level %q, queued at %d; want %q at %d (%v)", tc.Name, peer, got.seen["x"], got.prio["x"], want, 8+offsets[want], got)
 				}
 				m, err := rec.Collect(t.Context())
 				must(t, err)
@@ -80,7 +46,7 @@ func TestHostileCriticalityHeader(t *testing.T) {
 				u, _ := m.Value("fairseat.criticality.ignored", reason.String("untrusted"))
 				i, _ := m.Value("fairseat.criticality.ignored", reason.String("invalid"))
 				if u != untrusted || i != invalid {
-					t.Errorf("%s from %s: ignored %v untrusted, %v invalid; want %v and %v", tc.name, peer, u, i, untrusted, invalid)
+					t.Errorf("%s from %s: ignored %v untrusted, %v invalid; want %v and %v", tc.Name, peer, u, i, untrusted, invalid)
 				}
 			})
 		}

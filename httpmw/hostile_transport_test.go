@@ -78,30 +78,37 @@ func TestHostileRetryAfter(t *testing.T) {
 		{"on a 200", 200, []string{"30"}, 0},
 		{"on a 500", 500, []string{"30"}, 0},
 	} {
-		synctest.Test(t, func(t *testing.T) {
-			sent := 0
-			// Draws of 0.999: adaptive throttling never refuses the second
-			// request (p = 1/2 after one rejection), only a Retry-After does.
-			rt := Transport(hostileHost(tc.status, tc.values, &sent), WithMaxPushback(maxPushback), withRand(func() float64 { return 0.999 }))
-			for range 2 {
-				r, _ := http.NewRequestWithContext(t.Context(), "GET", "http://h.test/x", nil)
-				resp, err := rt.RoundTrip(r)
-				var rej *RefusedError
-				switch {
-				case err == nil:
-					resp.Body.Close()
-				case errors.As(err, &rej):
-					if rej.Throttled || rej.RetryAfter != tc.want || rej.Status != tc.status {
-						t.Errorf("%s: refused with %+v, want a %d held back for %v", tc.name, rej, tc.status, tc.want)
-					}
-				default:
-					t.Errorf("%s: %v", tc.name, err)
-				}
+		synctest.Test(t, func(t *testing.T) { wantHeldBack(t, tc.status, tc.values, maxPushback, tc.want) })
+	}
+}
+
+// wantHeldBack sends two requests at once, in fake time, through a
+// Transport capped at maxPushback to a host that answers status and the
+// Retry-After values, and fails unless the second is held back for want
+// (0: sent).
+func wantHeldBack(t *testing.T, status int, retryAfter []string, maxPushback, want time.Duration) {
+	t.Helper()
+	sent := 0
+	// Draws of 0.999: adaptive throttling never refuses the second request
+	// (p = 1/2 after one rejection), only a Retry-After does.
+	rt := Transport(hostileHost(status, retryAfter, &sent), WithMaxPushback(maxPushback), withRand(func() float64 { return 0.999 }))
+	for range 2 {
+		r, _ := http.NewRequestWithContext(t.Context(), "GET", "http://h.test/x", nil)
+		resp, err := rt.RoundTrip(r)
+		var rej *RefusedError
+		switch {
+		case err == nil:
+			resp.Body.Close()
+		case errors.As(err, &rej):
+			if rej.Throttled || rej.RetryAfter != want || rej.Status != status {
+				t.Fatalf("Retry-After %.40q: refused with %+v, want a %d held back for %v", retryAfter, rej, status, want)
 			}
-			if want := 1 + b2i(tc.want == 0); sent != want {
-				t.Errorf("%s: the host saw %d requests, want %d (delay %v)", tc.name, sent, want, tc.want)
-			}
-		})
+		default:
+			t.Fatalf("Retry-After %.40q: %v", retryAfter, err)
+		}
+	}
+	if wantSent := 1 + b2i(want == 0); sent != wantSent {
+		t.Fatalf("Retry-After %.40q: the host saw %d requests, want %d (delay %v)", retryAfter, sent, wantSent, want)
 	}
 }
 

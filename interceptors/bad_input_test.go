@@ -23,6 +23,7 @@ import (
 	"github.com/fairseat/fairseat/admission"
 	"github.com/fairseat/fairseat/criticality"
 	"github.com/fairseat/fairseat/interceptors"
+	"github.com/fairseat/fairseat/internal/hostiletest"
 )
 
 // Bad input to every exported function: the documented panic for
@@ -66,7 +67,7 @@ func TestBadInput(t *testing.T) {
 		{"WithThrottle(infinite K)", func() { interceptors.StreamClientInterceptor(interceptors.WithThrottle(0, math.Inf(1))) }, "K must be"},
 		{"WithMaxPushback(negative)", func() { interceptors.UnaryClientInterceptor(interceptors.WithMaxPushback(-time.Nanosecond)) }, "MaxPushback must be"},
 	} {
-		if got := panicOf(tc.call); !strings.Contains(got, tc.want) {
+		if got := hostiletest.PanicOf(tc.call); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: panic %q, want one saying %q", tc.name, got, tc.want)
 		}
 	}
@@ -205,18 +206,4 @@ func TestClientNilClientConn(t *testing.T) {
 	if want := []string{"sheddable", "sheddable"}; !slices.Equal(sent, want) {
 		t.Errorf("levels sent %q, want %q", sent, want)
 	}
-}
-
-// panicOf returns what f panicked with, or "".
-func panicOf(f func()) (msg string) {
-	defer func() {
-		if v := recover(); v != nil {
-			msg, _ = v.(string)
-			if msg == "" {
-				msg = "a panic that is not a string"
-			}
-		}
-	}()
-	f()
-	return ""
 }

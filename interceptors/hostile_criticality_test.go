@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -18,42 +17,9 @@ import (
 	"github.com/fairseat/fairseat/admission"
 	"github.com/fairseat/fairseat/criticality"
 	"github.com/fairseat/fairseat/interceptors"
+	"github.com/fairseat/fairseat/internal/hostiletest"
 	"github.com/fairseat/fairseat/internal/oteltest"
 )
-
-// hostileLevels are fairseat-criticality metadata as a client may send
-// them, each with the level a trusted caller gets ("-": none, the metadata
-// is ignored and counted as invalid). Only the four names, in any ASCII
-// case, alone, count.
-var hostileLevels = []struct {
-	name   string
-	values []string
-	level  string
-}{
-	{"mixed case", []string{"ShEdDaBlE"}, "sheddable"},
-	{"upper case", []string{"CRITICAL_PLUS"}, "critical_plus"},
-	{"huge", []string{strings.Repeat("critical_plus", 1<<16)}, "-"},
-	{"huge padding", []string{"sheddable" + strings.Repeat(" ", 1<<20)}, "-"},
-	{"space padded", []string{" sheddable "}, "-"},
-	{"tab padded", []string{"\tsheddable"}, "-"},
-	{"malformed", []string{"critical_plus;q=1"}, "-"},
-	{"a list in one value", []string{"sheddable, critical_plus"}, "-"},
-	{"control", []string{"sheddable\x00"}, "-"},
-	{"header injection", []string{"sheddable\r\nx-evil: 1"}, "-"},
-	{"invalid UTF-8", []string{"sheddable\xff"}, "-"},
-	{"long s", []string{"ſheddable"}, "-"},
-	{"empty", []string{""}, "-"},
-	{"two levels", []string{"sheddable", "critical_plus"}, "-"},
-	{"10,000 entries", repeated("critical_plus", 10_000), "-"},
-}
-
-func repeated(s string, n int) []string {
-	vs := make([]string, n)
-	for i := range vs {
-		vs[i] = s
-	}
-	return vs
-}
 
 // printableASCII reports whether grpc-go sends vs as metadata values: it
 // refuses any byte outside 0x20-0x7e in a key not ending in -bin.
@@ -81,18 +47,18 @@ func wantCriticality(level string, trusted bool) (want string, untrusted, invali
 	return level, 0, 0
 }
 
-// Every hostile value the gRPC client sends (printable ASCII), from a
+// Every hostile value (hostiletest.Criticalities) the gRPC client sends (printable ASCII), from a
 // trusted and an untrusted peer, over a real connection: the call runs
 // (never an error to the caller); an untrusted peer never gets a level
 // and is counted as untrusted; a trusted one gets the level of the table,
 // queued at that level's offset, or none, counted as invalid.
 func TestHostileCriticalityMetadata(t *testing.T) {
 	offsets := map[string]admission.Priority{"-": 0, "sheddable": -2, "critical_plus": 1}
-	for _, tc := range hostileLevels {
-		if !printableASCII(tc.values) {
+	for _, tc := range hostiletest.Criticalities {
+		if !printableASCII(tc.Values) {
 			continue // TestHostileCriticalityInProcess tries it
 		}
-		values := tc.values
+		values := tc.Values
 		if len(values[0]) > 1<<16 {
 			// Huge still: a 1 MiB value adds seconds of HPACK under the
 			// race detector, and TestHostileCriticalityInProcess tries it.
@@ -102,9 +68,9 @@ func TestHostileCriticalityMetadata(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rec := oteltest.New()
 				got := critScenario(t, []critCall{{"x", addr, values}}, trustInternal, interceptors.WithMeterProvider(rec.MeterProvider))
-				want, untrusted, invalid := wantCriticality(tc.level, addr == trustedAddr)
+				want, untrusted, invalid := wantCriticality(tc.Level, addr == trustedAddr)
 				if got.seen["x"] != want || got.prio["x"] != 8+offsets[want] {
-					t.Errorf("%s from %s: handler level %q, queued at %d; want %q at %d (%v)", tc.name, addr, got.seen["x"], got.prio["x"], want, 8+offsets[want], got)
+					t.Errorf("%s from %s: handler level %q, queued at %d; want %q at %d (%v)", tc.Name, addr, got.seen["x"], got.prio["x"], want, 8+offsets[want], got)
 				}
 				wantIgnored(t, rec, untrusted, invalid)
 			})
@@ -127,8 +93,8 @@ func TestHostileCriticalityInProcess(t *testing.T) {
 		level string
 	}
 	var calls []call
-	for _, tc := range hostileLevels {
-		calls = append(calls, call{tc.name, metadata.MD{criticality.MetadataKey: tc.values}, tc.level})
+	for _, tc := range hostiletest.Criticalities {
+		calls = append(calls, call{tc.Name, metadata.MD{criticality.MetadataKey: tc.Values}, tc.Level})
 	}
 	calls = append(calls,
 		call{"upper-case key", metadata.MD{"FAIRSEAT-CRITICALITY": {"sheddable"}}, "sheddable"},
