@@ -124,14 +124,17 @@ func (s *Summary) Lostf(t testing.TB, format string, args ...any) {
 // for concurrent use.
 type Stops struct {
 	active atomic.Int64 // stops in progress (or for good)
-	begun  atomic.Int64 // stops begun, ever
+	begun  atomic.Int64 // stops begun or ended, ever (see Explains)
 }
 
 // Seq is read when a call begins; Explains(seq) when it has failed.
 func (s *Stops) Seq() int64 { return s.begun.Load() }
 
-// Explains reports whether a stop was in progress, or began, since the
-// call that read seq began.
+// Explains reports whether a stop was in progress, or began or ended,
+// since the call that read seq began. A stop's end counts too: a call that
+// began during a stop may have read the stopped server's address just
+// before the switch and dial it after the stop is over (connection
+// refused), when no stop is in progress any more.
 func (s *Stops) Explains(seq int64) bool { return s.active.Load() > 0 || s.begun.Load() != seq }
 
 // Active reports whether a stop is in progress.
@@ -153,6 +156,7 @@ func (s *Stops) Handover(sum *Summary, d time.Duration, serve func() (stop func(
 	sum.Faults.Add(1)
 	stopFirst()
 	s.active.Add(-1)
+	s.begun.Add(1) // calls that began during the stop are still explained
 	time.Sleep(d / 2)
 	s.active.Add(1) // for good
 	s.begun.Add(1)
