@@ -50,10 +50,10 @@
 // (pinned) until it goes idle, when it is tracked by the LRU again. A
 // forgotten key that returns starts at V_sys, exactly as a new one does, so
 // eviction never grants credit. Each LRU's newest entry is also remembered
-// outside it (Scheduler.keysFront, costsFront), as is the last job type
-// found: a request for the same key, type and job ID as the one before
-// finds its state without hashing, and the LRU order is the same, since
-// marking the newest entry used again moves nothing.
+// outside it (Scheduler.keysFront, costsFront): a request for the same key
+// and the same type and job ID as the one before finds its state without
+// hashing, and the LRU order is the same, since marking the newest entry
+// used again moves nothing.
 //
 // # Dispatch
 //

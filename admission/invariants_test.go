@@ -332,7 +332,7 @@ func (s *Scheduler) dumpLocked() string {
 }
 
 // checkFrontsLocked checks the map-free shortcuts: keysFront and costsFront
-// are nil or the newest entry of their LRU, and lastType is registered.
+// are nil or the newest entry of their LRU.
 func (s *Scheduler) checkFrontsLocked() error {
 	if k := s.keysFront; k != nil {
 		names := s.keys.Keys() // oldest first
@@ -351,9 +351,6 @@ func (s *Scheduler) checkFrontsLocked() error {
 		if inLRU, _ := s.costs.Peek(e.key); inLRU != e {
 			return fmt.Errorf("costsFront %v is not the LRU's entry of that key", e.key)
 		}
-	}
-	if t := s.lastType; t != nil && s.types[t.name] != t {
-		return fmt.Errorf("lastType %q is not registered", t.name)
 	}
 	return nil
 }
