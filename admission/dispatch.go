@@ -312,9 +312,7 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now int64) {
 		}
 	}
 	s.counters.Admitted++
-	if j.promoted > 0 { // (not written when zero: the counter's cache line stays cold)
-		s.counters.AgingPromotions += uint64(j.promoted)
-	}
+	s.counters.AgingPromotions += uint64(j.promoted)
 	if j.urgent {
 		s.counters.UrgentAdmissions++
 	}

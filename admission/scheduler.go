@@ -304,10 +304,8 @@ func foldIdentifier(s string) string {
 // weightFor is the weight of key name with policy p: SetWeight's override,
 // else the policy's.
 func (s *Scheduler) weightFor(name string, p *KeyPolicy) float64 {
-	if len(s.weights) > 0 {
-		if w, ok := s.weights[name]; ok {
-			return w
-		}
+	if w, ok := s.weights[name]; ok {
+		return w
 	}
 	return p.weight()
 }
@@ -340,10 +338,7 @@ func (s *Scheduler) keyLocked(name string) *keyState {
 	if k, ok := s.keys.Peek(name); ok {
 		return k
 	}
-	if len(s.pinned) > 0 {
-		return s.pinned[name]
-	}
-	return nil
+	return s.pinned[name]
 }
 
 // onKeyEvicted is the LRU's eviction callback: idle state is forgotten (safe:
@@ -377,9 +372,7 @@ func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now int64) *keyState
 		s.expireKeysLocked(now)
 		p := s.policyFor(name)
 		k = &keyState{name: name, policy: p, w: s.weightFor(name, p), v: s.vsys}
-		if len(s.pausedKeys) > 0 {
-			k.paused = s.pausedKeys[name] != nil
-		}
+		k.paused = s.pausedKeys[name] != nil
 		s.keys.Add(name, k)
 		s.keysFront = k
 	}
