@@ -15,6 +15,11 @@ package admission
 //     100,000 over 10,000; plain, with aging, with conflicts, and mixed
 //     (unlike weights and seat times), and a naive O(n) scan as the baseline.
 //   - BenchmarkMemory: heap bytes per queued job and per idle (tracked) key.
+//   - BenchmarkTurnover: the peer harness's BenchmarkKeys (one request per
+//     key, 4 seats, 10 to 10,000 keys) through the locked internals, without
+//     goroutines: a release, the same key's next request (it goes idle and
+//     is activated again) and the admission of the best queued job. It is
+//     deterministic enough for callgrind (benchmarks/turnover-misses.sh).
 
 import (
 	"context"
@@ -609,6 +614,108 @@ func BenchmarkMemory(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(total/float64(iters), "B/idle-key")
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 5. Key turnover: BenchmarkKeys of the peer harness without its goroutines.
+
+// turnoverKeys are the active-key counts of BenchmarkTurnover (the harness's
+// KeyCounts).
+var turnoverKeys = []int{10, 100, 1000, 10_000}
+
+// turnoverBench is a scheduler driven through its locked internals the way
+// the harness's BenchmarkKeys drives it through goroutines: every key has
+// exactly one request, queued or running, on dispatchCapacity seats. A step
+// is a release and the next request of the same caller: the oldest running
+// job finishes (its key goes idle), its key arrives again at once (it is
+// activated, a flow is made for it and ordered), and dispatch admits the
+// best queued job. No job ID (the harness's requests carry none). Seat
+// times are drawn around the estimate, as a real seat time varies, so that
+// virtual times come out of order as they do in the harness (alike seat
+// times would keep every flow in the ring).
+type turnoverBench struct {
+	s       *Scheduler
+	ts      *typeState
+	now     int64
+	running []*job // FIFO: the oldest admission finishes first
+	buf     []*job
+	rng     *rand.Rand
+}
+
+func newTurnoverBench(b *testing.B, keys int) *turnoverBench {
+	b.Helper()
+	cfg := Config{Capacity: dispatchCapacity, MaxQueue: keys, MaxKeys: 2 * keys}
+	s := benchScheduler(b, cfg, JobTypeConfig{DefaultCost: time.Millisecond, Priority: PriorityForeground})
+	d := &turnoverBench{s: s, ts: s.types[benchType], now: s.now(), buf: make([]*job, 0, 8), rng: rand.New(rand.NewPCG(1, 2))}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range keys {
+		d.now += int64(dispatchStep)
+		j := s.newJobLocked()
+		j.foreground = true
+		w, err := s.enqueueLocked(j, d.ts, "k"+strconv.Itoa(i), d.now, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.running = append(d.running, w...)
+	}
+	d.running = s.dispatchLocked(d.now, d.running)
+	if len(d.running) != dispatchCapacity || s.queued != keys-dispatchCapacity {
+		b.Fatalf("setup: %d running, %d queued; want %d, %d", len(d.running), s.queued, dispatchCapacity, keys-dispatchCapacity)
+	}
+	for range 2 * keys { // every key served twice: steady state
+		d.step(b)
+	}
+	return d
+}
+
+// step is one release and the same caller's next request; the caller holds
+// s.mu.
+func (d *turnoverBench) step(b *testing.B) {
+	s := d.s
+	d.now += int64(dispatchStep)
+	old := d.running[0]
+	copy(d.running, d.running[1:])
+	d.running = d.running[:len(d.running)-1]
+	observed := time.Duration(500+d.rng.IntN(1001)) * time.Microsecond // 0.5 to 1.5 ms
+	s.finishLocked(old, d.now, observed, true)
+	wake := s.dispatchLocked(d.now, d.buf[:0])
+	name := old.key.name
+	s.freeJobLocked(old) // as Permit.Release does
+	j := s.newJobLocked()
+	j.foreground = true
+	wake, err := s.enqueueLocked(j, d.ts, name, d.now, wake)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wake = s.dispatchLocked(d.now, wake) // as Acquire does
+	if len(wake) != 1 {
+		b.Fatalf("a step admitted %d jobs, want 1", len(wake))
+	}
+	d.running = append(d.running, wake[0])
+}
+
+func BenchmarkTurnover(b *testing.B) {
+	for _, keys := range turnoverKeys {
+		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) {
+			d := newTurnoverBench(b, keys)
+			s := d.s
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			b.ReportAllocs()
+			m0 := mallocs()
+			for b.Loop() {
+				d.step(b)
+			}
+			reportMallocs(b, m0, b.N)
+			if s.queued != keys-dispatchCapacity || s.inUse != dispatchCapacity {
+				b.Fatalf("drifted: %d queued, %d running", s.queued, s.inUse)
+			}
+			if err := s.checkInvariantsLocked(); err != nil {
+				b.Fatalf("invariant broken: %v", err)
+			}
 		})
 	}
 }
