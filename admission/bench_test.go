@@ -601,7 +601,7 @@ func BenchmarkMemory(b *testing.B) {
 					s.finishLocked(j, now, time.Second, true)
 					s.freeJobLocked(j) // as Permit.Release does
 				}
-				tracked, active := s.keys.Len(), len(s.activeKeysLocked())
+				tracked, active := s.keys.len(), len(s.activeKeysLocked())
 				s.mu.Unlock()
 				b.StopTimer()
 				after := heapAfterGC()

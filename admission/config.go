@@ -109,7 +109,7 @@ type Config struct {
 	DefaultKey     KeyPolicy            // for keys not in Keys
 	MaxQueue       int                  // total queued; 0 = DefaultMaxQueue
 	CostAlpha      float64              // EMA smoothing in (0, 1]; 0 = 0.3
-	MaxKeys        int                  // tracked fairness keys (LRU); 0 = DefaultMaxKeys
+	MaxKeys        int                  // tracked fairness keys (LRU: idle keys are forgotten, idle longest first); 0 = DefaultMaxKeys
 	KeyTTL         time.Duration        // idle key state expiry; 0 = DefaultKeyTTL
 	MaxCostEntries int                  // tracked cost estimates (LRU); 0 = DefaultMaxCostEntries
 	CostTTL        time.Duration        // cost estimate expiry; 0 = DefaultCostTTL

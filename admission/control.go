@@ -134,10 +134,7 @@ func (s *Scheduler) minSeatsLocked(except string) int {
 
 // forEachKeyLocked calls fn for every tracked key state.
 func (s *Scheduler) forEachKeyLocked(fn func(*keyState)) {
-	for _, k := range s.keys.Values() {
-		fn(k)
-	}
-	for _, k := range s.pinned {
+	for _, k := range s.keys.byName {
 		fn(k)
 	}
 }

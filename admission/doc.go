@@ -40,20 +40,22 @@
 // is how one client's 1000 clones cannot starve a client with two, and how a
 // clone of linux.git (est 60 s) counts for twelve clones of a 5 s repository.
 //
-// Key state and cost estimates live in bounded LRU maps (golang-lru/v2's
-// simplelru, used under the scheduler's one mutex; expiry is checked lazily
-// against the clock, so no goroutine maintains them). A key's recency is its
-// last activation (an arrival that found it idle): arrivals at an active key
-// leave the LRU alone, which at tens of thousands of keys saves two cache
-// misses per arrival. Only idle key state is ever forgotten: if the LRU evicts a
-// key with queued or running work, the eviction callback keeps it aside
-// (pinned) until it goes idle, when it is tracked by the LRU again. A
-// forgotten key that returns starts at V_sys, exactly as a new one does, so
-// eviction never grants credit. Each LRU's newest entry is also remembered
-// outside it (Scheduler.keysFront, costsFront): a request for the same key
-// and the same type and job ID as the one before finds its state without
-// hashing, and the LRU order is the same, since marking the newest entry
-// used again moves nothing.
+// Key state and cost estimates are bounded (MaxKeys, MaxCostEntries) and
+// expire (KeyTTL, CostTTL); expiry is checked lazily against the clock, so
+// no goroutine maintains them. Keys are least recently used first in the
+// sense of their last use: only idle key state is ever forgotten, that of
+// the key idle longest first (keyTable, in keys.go: a map, and the idle
+// keys in the order they went idle). Activating a key or letting it go idle
+// touches no other key, which at tens of thousands of keys is what keeps
+// key activation from costing cache misses. A key with queued or running
+// work is always tracked, even beyond MaxKeys, until it goes idle. A
+// forgotten key that returns starts at V_sys, exactly as a new one does,
+// so forgetting never grants credit. Cost estimates live in an LRU map
+// (golang-lru/v2's simplelru, used under the scheduler's one mutex), whose
+// newest entry is also remembered outside it (Scheduler.costsFront): a
+// request for the same type and job ID as the one before finds its
+// estimate without hashing, and the LRU order is the same, since marking
+// the newest entry used again moves nothing.
 //
 // # Dispatch
 //

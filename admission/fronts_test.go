@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// The scheduler remembers the newest key and cost entry of its LRUs
-// (keysFront, costsFront) to skip the map on a repeat.
+// The scheduler remembers the newest entry of its LRU of cost estimates
+// (costsFront) to skip the map on a repeat.
 // TestFrontsForgottenByEviction makes each remembered entry go away and
 // checks that the shortcut follows the map (checkFrontsLocked, through
 // checkInvariants) and that a repeat then finds the map's entry.

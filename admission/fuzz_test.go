@@ -560,8 +560,7 @@ func (h *harness) compareState() {
 			if now.Sub(mk.idleSince) > m.keyTTL {
 				continue // forgotten or about to be: returns at V_sys either way
 			}
-			var ok bool
-			if rk, ok = s.keys.Peek(name); !ok {
+			if rk = s.keys.get(name); rk == nil {
 				h.unlockedFatal("idle key %q (idle since %v) lost before KeyTTL", name, mk.idleSince.Sub(h.base))
 			}
 		}

@@ -157,9 +157,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if !k.active || k.queued+k.running == 0 {
 			return fmt.Errorf("active key %q: active %v, queued %d, running %d", name, k.active, k.queued, k.running)
 		}
-		inLRU, _ := s.keys.Peek(name)
-		if pinned := s.pinned[name]; (inLRU == k) == (pinned == k) {
-			return fmt.Errorf("active key %q: in the LRU %v, pinned %v (want exactly one)", name, inLRU == k, pinned == k)
+		if s.keys.get(name) != k {
+			return fmt.Errorf("active key %q is not tracked", name)
 		}
 		if keyRun[k] != k.running {
 			return fmt.Errorf("key %q: running %d, counted %d", name, k.running, keyRun[k])
@@ -292,10 +291,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			}
 		}
 	}
-	for name, k := range s.pinned {
-		if k.name != name || !k.active {
-			return fmt.Errorf("pinned key %q is not active", name)
-		}
+	if err := s.keys.verify(s.cfg.MaxKeys); err != nil {
+		return err
 	}
 	if idle != s.idleRes || idle > maxIdleResources {
 		return fmt.Errorf("%d idle resource entries, idleRes %d, bound %d", idle, s.idleRes, maxIdleResources)
@@ -303,13 +300,10 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	return nil
 }
 
-// activeKeyLocked returns the state of key name if it is active, without
-// touching the LRU's recency (tests only).
+// activeKeyLocked returns the state of key name if it is active (tests
+// only).
 func (s *Scheduler) activeKeyLocked(name string) *keyState {
-	k, ok := s.keys.Peek(name)
-	if !ok {
-		k = s.pinned[name]
-	}
+	k := s.keys.get(name)
 	if k == nil || !k.active {
 		return nil
 	}
@@ -331,18 +325,9 @@ func (s *Scheduler) dumpLocked() string {
 	return out
 }
 
-// checkFrontsLocked checks the map-free shortcuts: keysFront and costsFront
-// are nil or the newest entry of their LRU.
+// checkFrontsLocked checks the map-free shortcut: costsFront is nil or the
+// newest entry of its LRU.
 func (s *Scheduler) checkFrontsLocked() error {
-	if k := s.keysFront; k != nil {
-		names := s.keys.Keys() // oldest first
-		if len(names) == 0 || names[len(names)-1] != k.name {
-			return fmt.Errorf("keysFront %q is not the newest key of the LRU", k.name)
-		}
-		if inLRU, _ := s.keys.Peek(k.name); inLRU != k {
-			return fmt.Errorf("keysFront %q is not the LRU's state of that key", k.name)
-		}
-	}
 	if e := s.costsFront; e != nil {
 		keys := s.costs.Keys()
 		if len(keys) == 0 || keys[len(keys)-1] != e.key {
@@ -351,6 +336,36 @@ func (s *Scheduler) checkFrontsLocked() error {
 		if inLRU, _ := s.costs.Peek(e.key); inLRU != e {
 			return fmt.Errorf("costsFront %v is not the LRU's entry of that key", e.key)
 		}
+	}
+	return nil
+}
+
+// verify checks the invariants written on keyTable, and that it holds at
+// most max keys unless every key beyond them is active.
+func (t *keyTable) verify(max int) error {
+	idle := 0
+	for name, k := range t.byName {
+		switch {
+		case k.name != name:
+			return fmt.Errorf("key table: %q holds the state of %q", name, k.name)
+		case k.active != (k.idlePos == 0):
+			return fmt.Errorf("key %q: active %v with idle entry %d", name, k.active, k.idlePos-1)
+		case !k.active && (int(k.idlePos) > len(t.idle) || int(k.idlePos) <= t.head || t.idle[k.idlePos-1] != k):
+			return fmt.Errorf("key %q: idle entry %d is not its own (entries [%d, %d))", name, k.idlePos-1, t.head, len(t.idle))
+		case !k.active:
+			idle++
+		}
+	}
+	if idle != t.nIdle {
+		return fmt.Errorf("key table: %d idle keys, nIdle %d", idle, t.nIdle)
+	}
+	for i := range t.head {
+		if t.idle[i] != nil {
+			return fmt.Errorf("key table: dropped entry %d not cleared", i)
+		}
+	}
+	if len(t.byName) > max && idle > 0 {
+		return fmt.Errorf("key table: %d keys tracked (%d idle), bound %d", len(t.byName), idle, max)
 	}
 	return nil
 }

@@ -572,10 +572,7 @@ func (s *Scheduler) checkObserverLocked() error {
 			on, ow = on+1, ow+k.w
 		}
 	}
-	for _, k := range s.keys.Values() {
-		count(k)
-	}
-	for _, k := range s.pinned {
+	for _, k := range s.keys.byName {
 		count(k)
 	}
 	if len(o.keyNames) == 0 {

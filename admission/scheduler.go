@@ -60,20 +60,17 @@ type Scheduler struct {
 	// invariant checks then allow the excess.
 	overSeated bool
 
-	keys       *simplelru.LRU[string, *keyState]   // key state, bounded; recency = last activation
-	keysFront  *keyState                           // nil or the front (newest) of keys: looking it up or marking it used needs no map (see below)
-	pinned     map[string]*keyState                // active keys the LRU evicted, until they go idle
+	keys       keyTable                            // key state: active keys, and idle ones up to MaxKeys and KeyTTL
 	costs      *simplelru.LRU[costKey, *costEntry] // learned estimates, bounded
-	costsFront *costEntry                          // nil or the front (newest) of costs, as keysFront
-	// keysFront and costsFront are set by every call that makes an entry
-	// the newest (Get, Add). An LRU drops its newest entry only when it
-	// holds no other, by an eviction inside Add or by expireKeysLocked right
-	// before an Add, and the caller of that Add then sets the new front.
-	// They stay because they measured worth it: a caller that comes back
-	// while nothing else arrived (an idle server, one client) finds its key
-	// and its estimate without the two LRU look-ups and the list update,
-	// 12 % and 10 % of the instructions of an uncontended Acquire+Release;
-	// a miss costs one comparison (benchmarks/ADMISSION.md, session 7).
+	costsFront *costEntry                          // nil or the front (newest) of costs: looking it up or marking it used needs no map
+	// costsFront is set by every call that makes an entry the newest (Get,
+	// Add). An LRU drops its newest entry only when it holds no other, by
+	// an eviction inside Add, and the caller of that Add then sets the new
+	// front. It stays because it measured worth it: a caller that comes
+	// back while nothing else arrived (an idle server, one client) finds
+	// its estimate without the LRU's look-up and list update, 8 % of the
+	// instructions of an uncontended Acquire+Release (benchmarks/
+	// ADMISSION.md, session 7); a miss costs one comparison.
 	resources map[ConflictGroup]resourceTable // held, waited-on or idle resources, by group
 	idleRes   int                             // entries of resources with no holder and no waiter
 	pressure  *pressureGate                   // nil = no gate
@@ -134,7 +131,7 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		log:         o.logger,
 		types:       make(map[JobType]*typeState),
 		tiers:       make(map[Priority]*tierState),
-		pinned:      make(map[string]*keyState),
+		keys:        newKeyTable(),
 		pausedKeys:  make(map[string]*pause),
 		weights:     make(map[string]float64),
 		pending:     make(map[costKey]*job),
@@ -146,9 +143,6 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		freeRes:     freelist.New[resource](maxFree, nil),
 		freeJobs:    freelist.New[job](maxFree, nil),
 		freeWaiters: freelist.New(maxFree, func() *jobQueue { q := newJobQueue(); return &q }),
-	}
-	if s.keys, err = simplelru.NewLRU[string, *keyState](c.MaxKeys, s.onKeyEvicted); err != nil {
-		return nil, fmt.Errorf("%w: MaxKeys: %v", ErrInvalidConfig, err)
 	}
 	if s.costs, err = simplelru.NewLRU[costKey, *costEntry](c.MaxCostEntries, s.onCostEvicted); err != nil {
 		return nil, fmt.Errorf("%w: MaxCostEntries: %v", ErrInvalidConfig, err)
@@ -316,104 +310,6 @@ func (s *Scheduler) policyFor(name string) *KeyPolicy {
 		return p
 	}
 	return &s.cfg.DefaultKey
-}
-
-// keyLocked returns the tracked state of key name, or nil, without touching
-// its recency: wakeKeyLocked marks a key used when it becomes active, which
-// is all the LRU needs (below). Active keys are always found: the LRU may
-// evict one, and then onKeyEvicted keeps it in s.pinned until it goes idle.
-//
-// A key's recency is its last activation, not its last arrival. Only idle
-// keys are ever forgotten, and an idle key's last activation began the busy
-// period that ended when it went idle, so the LRU still forgets the keys
-// idle longest first, near enough; a key active for long may reach the cold
-// end, where eviction pins it until it is idle and re-added at the front.
-// Moving a key to the front at every arrival cost two cache misses
-// (its neighbours in the LRU's list) per arrival once the keys outgrow the
-// cache.
-func (s *Scheduler) keyLocked(name string) *keyState {
-	if k := s.keysFront; k != nil && k.name == name {
-		return k // the key of the last activation, without the map
-	}
-	if k, ok := s.keys.Peek(name); ok {
-		return k
-	}
-	return s.pinned[name]
-}
-
-// onKeyEvicted is the LRU's eviction callback: idle state is forgotten (safe:
-// a returning key starts at V_sys), active state is pinned.
-func (s *Scheduler) onKeyEvicted(name string, k *keyState) {
-	if k.active {
-		s.pinned[name] = k
-	}
-}
-
-// activateKeyLocked returns the state of key name, making it active.
-func (s *Scheduler) activateKeyLocked(name string, now int64) *keyState {
-	return s.wakeKeyLocked(s.keyLocked(name), name, now)
-}
-
-// wakeKeyLocked makes k, the state of key name (nil if untracked), active:
-// an idle or new key starts at max(V_k, V_sys), so idleness earns no credit.
-func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now int64) *keyState {
-	switch {
-	case k != nil && k.active:
-		return k
-	case k != nil:
-		if k != s.keysFront { // (a key that comes and goes alone is at the front already)
-			s.keys.Get(name) // recently used: an idle key is in the LRU, never pinned
-			s.keysFront = k
-		}
-		if sinceNs(now, k.idleSince) > s.cfg.KeyTTL {
-			k.v = s.vsys // expired: its history is forgotten, as if evicted
-		}
-	case k == nil:
-		s.expireKeysLocked(now)
-		p := s.policyFor(name)
-		k = &keyState{name: name, policy: p, w: s.weightFor(name, p), v: s.vsys}
-		k.paused = s.pausedKeys[name] != nil
-		s.keys.Add(name, k)
-		s.keysFront = k
-	}
-	if k.v < s.vsys {
-		k.v = s.vsys
-	}
-	k.active = true
-	s.keyActivatedLocked(k, now)
-	return k
-}
-
-// expireKeysLocked forgets up to two idle keys past KeyTTL from the cold end
-// of the LRU, so idle state also expires by time without a sweeper. It stops
-// at an active key there (one active since long ago): expired keys behind
-// it then wait for MaxKeys to evict them, and a key that returns after
-// KeyTTL is treated as new whether or not it was forgotten.
-func (s *Scheduler) expireKeysLocked(now int64) {
-	for range 2 {
-		_, k, ok := s.keys.GetOldest()
-		if !ok || k.active || sinceNs(now, k.idleSince) <= s.cfg.KeyTTL {
-			return
-		}
-		s.keys.RemoveOldest()
-	}
-}
-
-// maybeIdleLocked makes k idle when it has nothing queued or running.
-func (s *Scheduler) maybeIdleLocked(k *keyState, now int64) {
-	if !k.active || k.queued > 0 || k.running > 0 {
-		return
-	}
-	k.active = false
-	k.idleSince = now
-	s.keyIdledLocked(k, now)
-	if len(s.pinned) > 0 {
-		if _, ok := s.pinned[k.name]; ok { // evicted while active: tracked again
-			delete(s.pinned, k.name)
-			s.keys.Add(k.name, k)
-			s.keysFront = k
-		}
-	}
 }
 
 // estimateLocked is the learned cost of (t, id) in seconds, and its entry

@@ -218,8 +218,8 @@ func newPromoHeap() ringheap.Queue[promoKey, *flow] {
 // keyState is one fairness key.
 //
 // Invariants:
-//   - active iff queued+running > 0; an active key is in Scheduler.keys or,
-//     if the LRU evicted it, in Scheduler.pinned (never both).
+//   - active iff queued+running > 0; an active key is tracked in
+//     Scheduler.keys; idlePos is keyTable's record of an idle one.
 //   - queued == the length of the list head..tail == the number of its jobs
 //     that are queued or parked; running == its jobs holding a seat.
 //   - capped iff policy.MaxInFlight > 0 and running >= policy.MaxInFlight;
@@ -244,6 +244,7 @@ type keyState struct {
 	head, tail *job           // queued and parked jobs in arrival order
 	idleSince  int64          // an instant (see Scheduler.now)
 	byLen      lengths.Handle // its place in Scheduler.lengths (queued as last recorded, its slot)
+	idlePos    int32          // 1 + its entry in Scheduler.keys.idle while idle and tracked; 0 = none
 	active     bool
 	capped     bool
 	paused     bool

@@ -66,7 +66,7 @@ func (c *core) v(key string) float64 {
 	if k := c.s.activeKeyLocked(key); k != nil {
 		return k.v
 	}
-	if k, ok := c.s.keys.Peek(key); ok {
+	if k := c.s.keys.get(key); k != nil {
 		return k.v
 	}
 	return math.NaN()
@@ -164,56 +164,57 @@ func TestKeyExpiryAndEviction(t *testing.T) {
 		c.finish(j)
 	}
 	c.s.mu.Lock()
-	_, kept := c.s.keys.Peek("a")
-	n := c.s.keys.Len()
+	kept := c.s.keys.get("a") != nil
+	n := c.s.keys.len()
 	c.s.mu.Unlock()
 	if kept || n != 2 {
-		t.Fatalf("LRU holds %d keys, a kept=%v; want 2 and a evicted", n, kept)
+		t.Fatalf("%d keys tracked, a kept=%v; want 2 and a evicted", n, kept)
 	}
-	// b is idle with V = V_sys; after the TTL it is forgotten from the cold end.
+	// b is idle with V = V_sys; after the TTL it is forgotten, idle longest.
 	c.advance(2 * time.Minute)
 	j, _ = c.arrive("x", "d", "1")
 	c.finish(j)
 	c.s.mu.Lock()
-	_, kept = c.s.keys.Peek("b")
+	kept = c.s.keys.get("b") != nil
 	c.s.mu.Unlock()
 	if kept {
 		t.Fatal("idle key past KeyTTL still tracked")
 	}
 }
 
-// TestKeyRecencyIsActivation: arrivals at an active key leave the LRU's
-// order alone; the key is marked used when it becomes active. a activates
-// before b, then arrives again while active; with MaxKeys 2 the next new
-// key evicts a (least recently activated), not b.
-func TestKeyRecencyIsActivation(t *testing.T) {
+// TestKeysForgottenIdleLongestFirst: with MaxKeys 2, a new key has the key
+// idle longest forgotten. a and b become active in that order, but b goes
+// idle first (a arrives again while active), so c has b forgotten, not a;
+// a key that was active again since (a) counts from its last idling.
+func TestKeysForgottenIdleLongestFirst(t *testing.T) {
 	c := newCore(t, Config{Capacity: 4, MaxKeys: 2}, map[JobType]JobTypeConfig{"x": {Priority: 4, DefaultCost: time.Second}})
 	a1, _ := c.arrive("x", "a", "1")
 	b1, _ := c.arrive("x", "b", "1")
-	a2, _ := c.arrive("x", "a", "2") // a is active: no change of recency
+	a2, _ := c.arrive("x", "a", "2") // a stays active until a2 ends
 	for _, j := range []*job{a1, b1, a2} {
 		c.finish(j)
 	}
+	tracked := func(names ...string) []bool {
+		c.s.mu.Lock()
+		defer c.s.mu.Unlock()
+		var out []bool
+		for _, n := range names {
+			out = append(out, c.s.keys.get(n) != nil)
+		}
+		return out
+	}
 	j, _ := c.arrive("x", "c", "1")
 	c.finish(j)
-	c.s.mu.Lock()
-	_, keptA := c.s.keys.Peek("a")
-	_, keptB := c.s.keys.Peek("b")
-	c.s.mu.Unlock()
-	if keptA || !keptB {
-		t.Fatalf("after c: a kept %v, b kept %v; want a evicted (activated first), b kept", keptA, keptB)
+	if got := tracked("a", "b", "c"); !got[0] || got[1] || !got[2] {
+		t.Fatalf("after c: a, b, c tracked %v; want b forgotten (idle first)", got)
 	}
-	// Activation marks the key used: b, activated again, outlives c.
-	j, _ = c.arrive("x", "b", "2")
+	// a, activated again, goes idle after c: d has c forgotten.
+	j, _ = c.arrive("x", "a", "3")
 	c.finish(j)
 	j, _ = c.arrive("x", "d", "1")
 	c.finish(j)
-	c.s.mu.Lock()
-	_, keptB = c.s.keys.Peek("b")
-	_, keptC := c.s.keys.Peek("c")
-	c.s.mu.Unlock()
-	if !keptB || keptC {
-		t.Fatalf("after d: b kept %v, c kept %v; want b kept (activated again), c evicted", keptB, keptC)
+	if got := tracked("a", "c", "d"); !got[0] || got[1] || !got[2] {
+		t.Fatalf("after d: a, c, d tracked %v; want c forgotten (idle longer than a)", got)
 	}
 }
 
@@ -255,10 +256,10 @@ func TestMinSeatsFirst(t *testing.T) {
 	c.finish(v)
 }
 
-// TestActiveKeySurvivesEviction: with MaxKeys 2, a key running a long job is
-// pushed out of the LRU by newer keys; its state must stay (its V and its
-// running job), a new arrival of it must find the same state, and once idle
-// it is tracked by the LRU again.
+// TestActiveKeySurvivesEviction: with MaxKeys 2, a key running a long job
+// is never forgotten while newer keys come and go; its state stays (its V
+// and its running job), a new arrival of it finds the same state, and once
+// it is idle the bound holds again.
 func TestActiveKeySurvivesEviction(t *testing.T) {
 	c := newCore(t, Config{Capacity: 4, MaxKeys: 2}, map[JobType]JobTypeConfig{"x": {Priority: 4, DefaultCost: time.Second}})
 	long, _ := c.arrive("x", "a", "long")
@@ -267,24 +268,22 @@ func TestActiveKeySurvivesEviction(t *testing.T) {
 		c.finish(j)
 	}
 	c.s.mu.Lock()
-	_, inLRU := c.s.keys.Peek("a")
-	pinned := c.s.pinned["a"]
+	kept, n := c.s.keys.get("a") == long.key, c.s.keys.len()
 	c.s.mu.Unlock()
-	if inLRU || pinned == nil {
-		t.Fatalf("a in LRU %v, pinned %v; want evicted and pinned", inLRU, pinned != nil)
+	if !kept || n != 2 {
+		t.Fatalf("a tracked %v, %d keys tracked; want a and one idle key (d)", kept, n)
 	}
 	again, _ := c.arrive("x", "a", "2")
 	if again.key != long.key {
-		t.Fatal("a second arrival of an evicted active key got new state")
+		t.Fatal("a second arrival of an active key got new state")
 	}
 	c.advance(10 * time.Second)
 	c.finish(long)
 	c.finish(again)
 	c.s.mu.Lock()
-	_, inLRU = c.s.keys.Peek("a")
-	n := len(c.s.pinned)
+	kept, n = c.s.keys.get("a") == long.key, c.s.keys.len()
 	c.s.mu.Unlock()
-	if !inLRU || n != 0 {
-		t.Fatalf("after going idle: in LRU %v, %d pinned", inLRU, n)
+	if !kept || n != 2 {
+		t.Fatalf("after going idle: a tracked %v, %d keys tracked; want a and d", kept, n)
 	}
 }
