@@ -347,9 +347,8 @@ func newDispatchBench(b *testing.B, v dispatchVariant, queued, keys int) *dispat
 func (d *dispatchBench) step(b *testing.B) {
 	s := d.s
 	d.now += int64(dispatchStep)
-	old := d.running[0]
-	copy(d.running, d.running[1:])
-	d.running = d.running[:len(d.running)-1]
+	var old *job
+	d.running, old = popOldest(d.running)
 	observed := dispatchObserved
 	if d.mixed {
 		observed = time.Second + time.Duration(d.rng.IntN(8001))*time.Millisecond
@@ -378,6 +377,13 @@ func (d *dispatchBench) step(b *testing.B) {
 	if w, err := s.enqueueLocked(j, d.ts, a.key.name, d.now, nil); err != nil || len(w) != 0 {
 		b.Fatalf("replacement arrival: %v, admitted %d at once (the queue is never empty here)", err, len(w))
 	}
+}
+
+// popOldest takes the first (oldest) job off running.
+func popOldest(running []*job) ([]*job, *job) {
+	old := running[0]
+	copy(running, running[1:])
+	return running[:len(running)-1], old
 }
 
 func BenchmarkDispatch(b *testing.B) {
@@ -676,9 +682,8 @@ func newTurnoverBench(b *testing.B, keys int) *turnoverBench {
 func (d *turnoverBench) step(b *testing.B) {
 	s := d.s
 	d.now += int64(dispatchStep)
-	old := d.running[0]
-	copy(d.running, d.running[1:])
-	d.running = d.running[:len(d.running)-1]
+	var old *job
+	d.running, old = popOldest(d.running)
 	observed := time.Duration(500+d.rng.IntN(1001)) * time.Microsecond // 0.5 to 1.5 ms
 	s.finishLocked(old, d.now, observed, true)
 	wake := s.dispatchLocked(d.now, d.buf[:0])
