@@ -50,7 +50,13 @@
 // key activation from costing cache misses. A key with queued or running
 // work is always tracked, even beyond MaxKeys, until it goes idle. A
 // forgotten key that returns starts at V_sys, exactly as a new one does,
-// so forgetting never grants credit. Cost estimates live in an LRU map
+// so forgetting never grants credit. (DESIGN §2 puts key state in
+// golang-lru's LRU map; the key table keeps its bound and its rule, the
+// key unused longest is forgotten first, but orders only idle keys, by the
+// time they went idle: the LRU's move to the front at every activation
+// wrote two cold neighbours and took a second look-up, and it could reach
+// an active key, which then had to be pinned aside. See
+// benchmarks/ADMISSION.md, session 7.) Cost estimates live in an LRU map
 // (golang-lru/v2's simplelru, used under the scheduler's one mutex), whose
 // newest entry is also remembered outside it (Scheduler.costsFront): a
 // request for the same type and job ID as the one before finds its
