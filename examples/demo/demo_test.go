@@ -213,7 +213,11 @@ func TestPercentile(t *testing.T) {
 // capacity; the light client keeps its place in line.
 func TestSlowdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := defaultConfig() // 20s: the phase's runs take 10s each
+		// 60s: the phase's runs take 30s each, the disk is slow for 10s of
+		// them. (With the default 20s, 3.3s slow, the limit has not always
+		// come down yet, and the demo's text says so.)
+		cfg := defaultConfig()
+		cfg.Duration = 60 * time.Second
 		var out bytes.Buffer
 		var network inMemoryNetwork
 		results, err := runSlowdown(t.Context(), cfg, network.listen, network.dial, &out)
@@ -240,8 +244,17 @@ func TestSlowdown(t *testing.T) {
 			t.Errorf("clones on the slow disk took %.2f× their full-speed time with adaptive capacity, %.2f× with fixed: want adaptive faster",
 				a.stretch, f.stretch)
 		}
-		if a.lightWaitP99 > time.Second {
-			t.Errorf("adaptive run: the light client's p99 wait is %v", a.lightWaitP99)
+		// Fairness puts the light client first: its median wait is a small
+		// part of a clone. Its longest waits come when the limit falls and
+		// nobody is admitted until the running clones drain below it, so
+		// they are bounded by how long a clone holds a seat, not by the
+		// heavy client's queue. (30 runs: median at most 25ms; p99 at
+		// most 0.75 of the clones' p99 seat time.)
+		if a.lightWaitP50 > 100*time.Millisecond {
+			t.Errorf("adaptive run: the light client's median wait is %v, want it short (fairness puts it first)", a.lightWaitP50)
+		}
+		if a.lightWaitP99 > a.seatP99 {
+			t.Errorf("adaptive run: the light client's p99 wait is %v, longer than a clone's p99 time on the disk (%v)", a.lightWaitP99, a.seatP99)
 		}
 		if !strings.Contains(out.String(), "What to look at:") {
 			t.Error("the phase's output lacks its explanation")
