@@ -48,7 +48,7 @@ grep -E '^Benchmark' "$out/paired.txt"
 if command -v valgrind >/dev/null; then
 	count() {
 		GODEBUG=asyncpreemptoff=1 GOGC=off GOMAXPROCS=1 valgrind --tool=callgrind \
-			--callgrind-out-file=/dev/null --toggle-collect='*UnaryClientInterceptor.func1' \
+			--callgrind-out-file=/dev/null --toggle-collect='*interceptors.(*client).unary' \
 			"$bin" -test.run='^$' -test.bench='^BenchmarkClientInterceptor$' -test.benchtime="$1x" 2>&1 |
 			awk '/Collected/ {print $4}'
 	}
