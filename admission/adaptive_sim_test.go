@@ -294,11 +294,13 @@ func TestAdaptiveProbesRare(t *testing.T) {
 // TestAdaptiveJobsGetDearer: at constant true capacity every job's seat
 // time doubles (a deploy). That reads as congestion at first, and the limit
 // falls; the fall brings a probe, whose jobs show that they are slow at
-// half the load too and take their references again, so the limit comes
-// back: from 8s after the change, probes left out, its mean is at least
-// 3/4 of C and it never falls below C/2 (without the probe it stayed at
-// Min for seconds). It comes back above C, on references partly taken
-// above it: over 50 runs the mean was 14.9 to 22.5.
+// half the load too: they take their references again, the baseline is
+// re-anchored on their inflation and probes follow until the references
+// hold, so the limit comes back: from 8s after the change, probes left
+// out, its mean is at least 3/4 of C and it never falls below C/2
+// (without the probe it stayed at Min for seconds). It comes back above C,
+// on references partly taken above it: over 300 runs the mean was 17.4 to
+// 23.5.
 func TestAdaptiveJobsGetDearer(t *testing.T) {
 	const c, change, d = 16, 20 * time.Second, 40 * time.Second
 	repos := simRepos(300*time.Millisecond, constant(0.1))

@@ -283,6 +283,7 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now int64) {
 	s.advanceVsysLocked()
 	s.inUse++
 	j.load = int32(s.inUse)
+	j.probed = s.adaptive != nil && s.adaptive.probing
 	t.running++
 	t.tier.running++
 	k.running++

@@ -1,5 +1,7 @@
 package admission
 
+import "math"
+
 // Probes of adaptive capacity (see the package doc, "Adaptive capacity").
 //
 // A reference taken while the server was already congested makes that
@@ -8,18 +10,21 @@ package admission
 // the limit sits near Tolerance times the true capacity; but the limit
 // starts wherever Initial puts it, and the references of a job that got
 // dearer are too low wherever they were taken. A probe halves the limit
-// for one round of the jobs it admits, whose completions take their
-// references at that lower load, then restores the limit. Its samples say
-// whether the references were sound: if the jobs it admitted ran more than
-// Tolerance times faster than their references, those were taken under
-// congestion, and the next probe comes after minProbeEvery rounds;
-// otherwise the references hold, and the next comes after
-// AdaptiveConfig.ProbeInterval rounds. A fall of the limit by a fifth
-// since the last probe also brings the next one to within minProbeEvery
-// rounds: the ceiling keeps a falling limit from taking congested
-// references, so a fall is the server's congestion or jobs that got
-// dearer, and only a probe tells the second apart (their references are
-// taken again, at the dearer time, and the limit comes back).
+// for one round of the jobs it admits (at least minProbeSamples), whose
+// completions take their references at that lower load, then restores the
+// limit. Its samples say whether the references were sound: if the jobs it
+// admitted ran more than sqrt(Tolerance) times faster than their
+// references, those were taken under congestion; if more than
+// sqrt(Tolerance) times slower, the jobs got dearer; either way the next probe comes after minProbeEvery rounds.
+// Otherwise the references hold, and the next comes after
+// AdaptiveConfig.ProbeInterval rounds. (The package doc says why
+// sqrt(Tolerance), and how the verdict re-anchors the baseline.) A fall of
+// the limit by a fifth since the last probe also brings the next one to
+// within minProbeEvery rounds: the ceiling keeps a falling limit from
+// taking congested references, so a fall is the server's congestion or
+// jobs that got dearer, and only a probe tells the second apart (their
+// references are taken again, at the dearer time, and the limit comes
+// back).
 
 // A probe sets the limit to probeDepth of itself: below the true capacity
 // C from any limit under 2·C, so its jobs take their uncongested time;
@@ -32,25 +37,28 @@ const (
 	probeDepth    = 0.5
 	minProbeEvery = 5
 	fellBy        = 0.8
+	// minProbeSamples is the fewest samples a probe's verdict rests on:
+	// at a limit of a few seats, a round would be one or two jobs.
+	minProbeSamples = 8
 )
 
 // startProbeLocked halves the limit for the round of jobs admitted under
-// it.
+// it (at least minProbeSamples).
 func (s *Scheduler) startProbeLocked(now int64) {
 	a := s.adaptive
 	a.sinceProbe, a.probing, a.saved, a.mark = 0, true, a.limit, a.limit
 	a.probeSum, a.probeN = 0, 0
 	s.setLimitLocked(a.limit*probeDepth, CapacityProbe, now)
-	a.probeLeft = s.cfg.Capacity
+	a.probeLeft = max(s.cfg.Capacity, minProbeSamples)
 }
 
-// probeSampleLocked counts a sample of inflation x, admitted at load, into
-// the running probe, and ends the probe after a round of samples admitted
-// under its limit: the limit is restored, and the probe's verdict on the
-// references sets when the next one comes.
-func (s *Scheduler) probeSampleLocked(load int32, x float64, now int64) {
+// probeSampleLocked counts the sample of j, of inflation x, into the
+// running probe if the probe admitted j, and ends the probe after a round
+// of such samples: the limit is restored, and the probe's verdict on the
+// references sets when the next one comes and may re-anchor the baseline.
+func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	a := s.adaptive
-	if load > int32(s.cfg.Capacity) { // admitted before the probe lowered the limit
+	if !j.probed { // admitted before the probe lowered the limit
 		return
 	}
 	a.probeLeft--
@@ -60,9 +68,16 @@ func (s *Scheduler) probeSampleLocked(load int32, x float64, now int64) {
 		return
 	}
 	a.probing = false
-	if a.probeSum/float64(a.probeN) < 1/a.cfg.Tolerance {
+	m := a.probeSum / float64(a.probeN)
+	if a.short <= a.cfg.Tolerance*math.Sqrt(a.cfg.Tolerance)*m {
+		a.baseline = m
+	}
+	switch {
+	case m < 1/math.Sqrt(a.cfg.Tolerance):
 		a.probeEvery = minProbeEvery // congested references: probe again soon
-	} else {
+	case m > math.Sqrt(a.cfg.Tolerance):
+		a.probeEvery = minProbeEvery // stale references (dearer jobs): probe again soon
+	default:
 		a.probeEvery = float64(a.cfg.ProbeInterval)
 	}
 	s.setLimitLocked(a.saved, CapacityProbe, now)

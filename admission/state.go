@@ -55,6 +55,7 @@ type job struct {
 	waiting    bool // the caller waits on ready
 	xwaiting   bool // an exclusive job parked on its resource that has not started, left or frozen since: it holds new shared jobs back
 	foreground bool
+	probed     bool   // admitted while a probe of adaptive capacity had lowered the limit (probe.go)
 	gen        uint32 // bumped when the record is reused
 	load       int32  // seats in use just after its admission (adaptive capacity's reference load)
 
