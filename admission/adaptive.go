@@ -366,16 +366,17 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 // than sqrt(Tolerance) times their references (against the baseline) for a
 // round (calm): the server shows no congestion at all, as when it has just
 // recovered from a slow spell, so the limit grows as TCP's slow start does
-// rather than by Headroom·sqrt(limit). Without the round, a few jobs whose
-// references were taken under some congestion dipped short at the
-// equilibrium, and each dip added a quarter: in adaptive_sim_test.go the
-// limit for C = 16 touched 21 in 1 run of 12 (TestAdaptiveSettles). With Smoothing 0.5 a round grows the limit by a
-// quarter, from half the true capacity back to it in three rounds rather
-// than about eight. In benchmarks/adaptive (medians of 9 runs) it raised
-// the slow disk's goodput from 13.04 to 13.06 seats (ranges 13.03-13.05
-// and 13.05-13.07) for a p99 of 1.244s against 1.223s; a target of twice
-// the limit gained nothing more and raised the steady p99 from 777 to
-// 781ms.
+// rather than by Headroom·sqrt(limit). With Smoothing 0.5 a round grows
+// the limit by a quarter, from half the true capacity back to it in three
+// rounds rather than about eight. In benchmarks/adaptive (medians of 9
+// runs, before the calm round) it raised the slow disk's goodput from
+// 13.04 to 13.06 seats (ranges 13.03-13.05 and 13.05-13.07) for a p99 of
+// 1.244s against 1.223s; a target of twice the limit gained nothing more
+// and raised the steady p99 from 777 to 781ms. Without the calm round, a
+// few jobs whose references were taken under some congestion dipped short
+// at the equilibrium, and each dip added a quarter: in
+// adaptive_sim_test.go the limit for C = 16 touched 21 in about 1 run of
+// 12 (TestAdaptiveSettles).
 const fastGrowth = 1.5
 
 // pressureReadLocked is called at each reading of the pressure source.
