@@ -13,9 +13,11 @@ package admission
 // neighbours, two cache misses per activation once the keys outgrew the
 // cache, and needed a second map look-up.) Dead entries are dropped when
 // they reach the front, or at once when they are the newest; when the list
-// holds more than twice its live entries (plus a few), the live ones are
-// moved to the start, in order, and their keys' idlePos rewritten: each
-// entry is dropped once, O(1) amortized per change.
+// (its dropped front included) holds more than twice its live entries
+// (plus a few), the live ones are moved to the start, in order, and their
+// keys' idlePos rewritten: each entry is dropped once, O(1) amortized per
+// change, and the list's array stays within a small multiple of the most
+// idle keys there have been.
 //
 // Invariants: byName[k.name] == k for every tracked key k; a tracked key
 // is idle iff idlePos > 0, and then idle[idlePos-1] == k; nIdle is the
@@ -53,7 +55,10 @@ func (t *keyTable) activated(k *keyState) {
 
 // idled records that k, a tracked key, went idle: it is the newest idle.
 func (t *keyTable) idled(k *keyState) {
-	if n := len(t.idle) - t.head; n >= 2*t.nIdle+8 {
+	// The dropped front counts: keys forgotten oldest first leave it behind
+	// while the live entries stay few, and appending alone would keep
+	// growing the array by a pointer per key ever idle.
+	if len(t.idle) >= 2*t.nIdle+8 {
 		t.compact()
 	}
 	t.idle = append(t.idle, k)
