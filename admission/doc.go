@@ -283,7 +283,8 @@
 //
 //	short    = EMA of x over about one round (limit samples)
 //	baseline = EMA of x over samples under the ceiling, at or below their
-//	           reference's load, and with x >= 1/Tolerance
+//	           reference's load, and with x >= 1/Tolerance (a probe may
+//	           re-anchor it, below)
 //	gradient = clamp(Tolerance · baseline / short, 0.5, 1)
 //	target   = limit · gradient                 if gradient < 1
 //	         = limit + Headroom · sqrt(limit)   otherwise, and at least
@@ -292,41 +293,39 @@
 //	limit   += Smoothing / limit · (target - limit)
 //
 // The baseline is the inflation of jobs seen at a load the controller holds
-// uncongested and no higher than their reference's: noise, not congestion
-// (1 on a server whose times do not vary), and it corrects the signal for
-// it. A sample more than Tolerance times faster than its reference
-// measures a reference taken under congestion, not noise, and is left out
-// of it. Since a round is about limit samples, a round moves the limit
-// Smoothing of the way to target. It settles where jobs take Tolerance
-// times their reference: on a server whose seat times are flat up to a
-// capacity C and grow past it, at about Tolerance·C (for C = 16 in
-// adaptive_sim_test.go, 17 to 20 once settled, 18 most of the time). The
-// jobs a probe (below) admitted do not feed short: they ran at half the
-// limit and would read as a server with room to spare just as the probe
-// gives the seats back. Unlike Gradient2, the
-// headroom is added only when the server keeps up: fairseat's queue is
-// outside the limit, so no allowance for a queue inside it is needed, and
-// a limit under congestion converges on the point instead of sqrt(limit)
-// above it. While jobs take no more than sqrt(Tolerance) times their
-// references for a whole round, the server shows no congestion at all (it
-// has just recovered from a slow spell, or the limit starts at Min), and
-// the limit grows as TCP's slow start does, by about a quarter a round; a
-// round, because a few samples of jobs whose references were taken under
-// some congestion dip short for a moment, and a faster climb on each dip
-// took the limit 30% past C. The limit
-// grows only while it is used: when a sample ends, the seats in use were
-// at least UsedFraction of it or work was queued; an idle or lightly used
-// server never inflates its limit (and then admits a burst into a slow
-// server).
+// uncongested and no higher than their reference's: noise, not congestion (1
+// on a server whose times do not vary), and it corrects the signal for it. A
+// sample more than Tolerance times faster than its reference measures a
+// reference taken under congestion, not noise, and is left out of it. Since
+// a round is about limit samples, a round moves the limit Smoothing of the
+// way to target. It settles where jobs take Tolerance times their reference:
+// on a server whose seat times are flat up to a capacity C and grow past it,
+// at about Tolerance·C (for C = 16 in adaptive_sim_test.go, 17 to 20 once
+// settled, 18 most of the time). The jobs a probe (below) admitted do not
+// feed short: they ran at half the limit and would read as a server with
+// room to spare just as the probe gives the seats back. Unlike Gradient2,
+// the headroom is added only when the server keeps up: fairseat's queue is
+// outside the limit, so no allowance for a queue inside it is needed, and a
+// limit under congestion converges on the point instead of sqrt(limit) above
+// it. While jobs take no more than sqrt(Tolerance) times their references
+// for a whole round, the server shows no congestion at all (it has just
+// recovered from a slow spell, or the limit starts at Min), and the limit
+// grows as TCP's slow start does, by about a quarter a round; a round,
+// because a few samples of jobs whose references were taken under some
+// congestion dip short for a moment, and a faster climb on each dip took the
+// limit 30% past C. The limit grows only while it is used: when a sample
+// ends, the seats in use were at least UsedFraction of it or work was
+// queued; an idle or lightly used server never inflates its limit (and then
+// admits a burst into a slow server).
 //
-// Probes (probe.go). The ceiling keeps references sound once the limit
-// sits near Tolerance·C, but the limit starts wherever Initial puts it,
-// and the references of jobs that all got dearer (a deploy) are too low at
-// every load. So, as Envoy's adaptive concurrency filter re-measures its
-// minimum latency, a probe halves the limit for one round of the jobs it
-// admits (at least eight, so that a verdict at a limit of a few seats
-// rests on more than one or two jobs), whose references are taken at that
-// lower load, and then restores it. The mean inflation m of its jobs is its verdict: m under
+// Probes (probe.go). The ceiling keeps references sound once the limit sits
+// near Tolerance·C, but the limit starts wherever Initial puts it, and the
+// references of jobs that all got dearer (a deploy) are too low at every
+// load. So, as Envoy's adaptive concurrency filter re-measures its minimum
+// latency, a probe halves the limit for one round of the jobs it admits (at
+// least eight, so that a verdict at a limit of a few seats rests on more
+// than one or two jobs), whose references are taken at that lower load, and
+// then restores it. The mean inflation m of its jobs is its verdict: m under
 // 1/sqrt(Tolerance) shows references taken under congestion, m over
 // sqrt(Tolerance) references that are stale (the jobs got dearer: they are
 // slow at half the load too), and either way the next probe comes five
@@ -335,17 +334,16 @@
 // Tolerance, because the limit settles at about Tolerance·r·C, r being the
 // references' own inflation: held within sqrt(Tolerance), the limit stays
 // under Tolerance^1.5·C, about 1.15·C. The verdict also re-anchors the
-// baseline: when short, the inflation at the limit, is at most
-// Tolerance^1.5 times m, the inflation at half of it, the load costs
-// nothing and what inflation there is comes from the references, so the
-// baseline becomes m; the limit then stops falling on stale references
-// while probes take them again. A fall of the
-// limit by a fifth since the last probe brings the next one to within five
-// rounds too: the fall is congestion or jobs that got dearer, and only a
-// probe tells them apart (the dearer jobs' references are taken again and
-// the limit comes back). Once the limit is steady, one round in about a
-// thousand runs at half the limit. Snapshot's Adaptive.Probing tells
-// probes apart.
+// baseline: when short, the inflation at the limit, is at most Tolerance^1.5
+// times m, the inflation at half of it, the load costs nothing and what
+// inflation there is comes from the references, so the baseline becomes m;
+// the limit then stops falling on stale references while probes take them
+// again. A fall of the limit by a fifth since the last probe brings the next
+// one to within five rounds too: the fall is congestion or jobs that got
+// dearer, and only a probe tells them apart (the dearer jobs' references are
+// taken again and the limit comes back). Once the limit is steady, one round
+// in about a thousand runs at half the limit. Snapshot's Adaptive.Probing
+// tells probes apart.
 //
 // Pressure. With Config.Pressure set, each reading of its source (at most
 // once per Pressure.Interval) of 1 or more multiplies the limit by
