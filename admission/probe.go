@@ -9,22 +9,21 @@ import "math"
 // references from being taken above limit/Tolerance, which is enough once
 // the limit sits near Tolerance times the true capacity; but the limit
 // starts wherever Initial puts it, and the references of a job that got
-// dearer are too low wherever they were taken. A probe halves the limit
-// for one round of the jobs it admits (at least minProbeSamples), whose
+// dearer are too low wherever they were taken. A probe halves the limit for
+// one round of the jobs it admits (at least minProbeSamples), whose
 // completions take their references at that lower load, then restores the
 // limit. Its samples say whether the references were sound: if the jobs it
-// admitted ran more than sqrt(Tolerance) times faster than their
-// references, those were taken under congestion; if more than
-// sqrt(Tolerance) times slower, the jobs got dearer; either way the next probe comes after minProbeEvery rounds.
-// Otherwise the references hold, and the next comes after
-// AdaptiveConfig.ProbeInterval rounds. (The package doc says why
+// admitted ran more than sqrt(Tolerance) times faster than their references,
+// those were taken under congestion; if more than sqrt(Tolerance) times
+// slower, the jobs got dearer; either way the next probe comes after
+// minProbeEvery rounds. Otherwise the references hold, and the next comes
+// after AdaptiveConfig.ProbeInterval rounds. (The package doc says why
 // sqrt(Tolerance), and how the verdict re-anchors the baseline.) A fall of
 // the limit by a fifth since the last probe also brings the next one to
-// within minProbeEvery rounds: the ceiling keeps a falling limit from
-// taking congested references, so a fall is the server's congestion or
-// jobs that got dearer, and only a probe tells the second apart (their
-// references are taken again, at the dearer time, and the limit comes
-// back).
+// within minProbeEvery rounds: the ceiling keeps a falling limit from taking
+// congested references, so a fall is the server's congestion or jobs that
+// got dearer, and only a probe tells the second apart (their references are
+// taken again, at the dearer time, and the limit comes back).
 
 // A probe sets the limit to probeDepth of itself: below the true capacity
 // C from any limit under 2·C, so its jobs take their uncongested time;
