@@ -95,7 +95,19 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 func (s *Scheduler) offsetPriorityLocked(t *typeState, off Priority) Priority {
 	base := t.cfg.Priority
 	off = min(max(off, -maxPriorityOffset), maxPriorityOffset)
-	lo, hi := Priority(math.MinInt), Priority(math.MaxInt)
+	lo, hi := s.tierRoomLocked(base)
+	if a := t.aging; a != nil && a.Urgent > base {
+		hi = min(hi, a.Urgent-1) // at Urgent a request would be urgent on arrival
+	}
+	return moveWithin(base, off, lo, hi)
+}
+
+// tierRoomLocked returns the priorities a job of base priority base (a
+// registered tier) may take without reaching another registered tier:
+// from just above the nearest tier below to just under the nearest tier
+// above, math.MinInt and math.MaxInt where there is none.
+func (s *Scheduler) tierRoomLocked(base Priority) (lo, hi Priority) {
+	lo, hi = Priority(math.MinInt), Priority(math.MaxInt)
 	for q := range s.tiers {
 		switch {
 		case q < base:
@@ -104,10 +116,7 @@ func (s *Scheduler) offsetPriorityLocked(t *typeState, off Priority) Priority {
 			hi = min(hi, q-1)
 		}
 	}
-	if a := t.aging; a != nil && a.Urgent > base {
-		hi = min(hi, a.Urgent-1) // at Urgent a request would be urgent on arrival
-	}
-	return moveWithin(base, off, lo, hi)
+	return lo, hi
 }
 
 // maxPriorityOffset bounds how far an offset moves a request where no tier

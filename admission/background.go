@@ -161,12 +161,13 @@ func (s *Scheduler) SubmitWith(ctx context.Context, t JobType, jobID string, fn 
 // checkPriorityLocked validates a WithPriority override for type t.
 func (s *Scheduler) checkPriorityLocked(t *typeState, p Priority) error {
 	base := t.cfg.Priority
-	lo, hi := min(base, p), max(base, p)
-	for q := range s.tiers {
-		if q != base && lo <= q && q <= hi {
-			return fmt.Errorf("%w: Submit(%q): WithPriority(%d) crosses tier %d; the type's tier is %d",
-				ErrInvalidConfig, t.name, p, q, base)
+	if lo, hi := s.tierRoomLocked(base); p < lo || p > hi {
+		crossed := lo - 1 // the nearest tier on p's side
+		if p > hi {
+			crossed = hi + 1
 		}
+		return fmt.Errorf("%w: Submit(%q): WithPriority(%d) crosses tier %d; the type's tier is %d",
+			ErrInvalidConfig, t.name, p, crossed, base)
 	}
 	if a := s.cfg.Aging; a != nil && a.Urgent > 0 && p >= a.Urgent {
 		return fmt.Errorf("%w: Submit(%q): WithPriority(%d) must be below Aging.Urgent %d", ErrInvalidConfig, t.name, p, a.Urgent)
