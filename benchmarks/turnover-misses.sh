@@ -25,21 +25,9 @@ shift || true
 keys=("$@")
 [ ${#keys[@]} -gt 0 ] || keys=(10 10000)
 
-# run KEYS N: "instructions LL-read-misses LL-write-misses".
-run() {
-	GODEBUG=asyncpreemptoff=1 GOGC=off GOMAXPROCS=1 valgrind --tool=callgrind \
-		--cache-sim=yes --D1=49152,12,64 --LL=2097152,16,64 --I1=32768,8,64 \
-		--callgrind-out-file=/dev/null --toggle-collect='*turnoverBench*step*' \
-		"$bin" -test.run='^$' -test.bench="^BenchmarkTurnover\$/^keys=$1\$" \
-		-test.benchtime="$2x" 2>&1 |
-		awk '/Collected/ {i=$4} /LL misses/ {gsub(",", ""); r=$6; w=$9} END {print i, r, w}'
-}
+source "$(dirname "$0")/cachesim.sh"
 
 printf '%8s %22s %10s\n' keys "misses/step (rd + wr)" instr/step
 for k in "${keys[@]}"; do
-	read -r i1 r1 w1 < <(run "$k" 20000)
-	read -r i2 r2 w2 < <(run "$k" 60000)
-	awk -v k="$k" -v i1="$i1" -v r1="$r1" -v w1="$w1" -v i2="$i2" -v r2="$r2" -v w2="$w2" 'BEGIN {
-		n = 40000; r = (r2 - r1) / n; w = (w2 - w1) / n
-		printf "%8d %9.1f (%4.1f + %4.1f) %10.0f\n", k, r + w, r, w, (i2 - i1) / n }'
+	printf '%8d %s\n' "$k" "$(perstep "$bin" '*turnoverBench*step*' "^BenchmarkTurnover\$/^keys=$k\$")"
 done
