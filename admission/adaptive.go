@@ -255,11 +255,11 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 		e.ref = 0 // expired with its estimate: taken again
 	}
 	uncongested := float64(j.load) <= s.refCeilingLocked()
-	used := s.queued > 0 || float64(s.inUse+1) >= a.cfg.UsedFraction*float64(s.cfg.Capacity)
 	if e == nil || e.ref == 0 {
 		a.weak++
 		return uncongested
 	}
+	used := s.queued > 0 || float64(s.inUse+1) >= a.cfg.UsedFraction*float64(s.cfg.Capacity)
 	a.samples++
 	x := observed / e.ref
 	// A sample Tolerance times faster than its reference measures a
