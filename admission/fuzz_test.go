@@ -739,17 +739,6 @@ func FuzzDispatch(f *testing.F) {
 
 // --- table tests: hand-written operation sequences through the same driver ---
 
-// admits lists the ids admitted by events, in order.
-func admits(ev []mEvent) []int {
-	var out []int
-	for _, e := range ev {
-		if e.Kind == "admit" {
-			out = append(out, e.ID)
-		}
-	}
-	return out
-}
-
 func wantEvents(t *testing.T, what string, got []mEvent, want ...mEvent) {
 	t.Helper()
 	if !eventsEqual(got, want) {
