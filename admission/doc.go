@@ -105,8 +105,9 @@
 //     ordered by the promotion instant. Dispatch first re-ranks the flows whose
 //     instant has passed, so effective priority is exact at every dispatch
 //     without a timer per job or a periodic pass.
-//   - These three orderings are ringheap.Queues: a sorted ring for what
-//     arrives in order, a 4-ary heap beside it for the rest, the least
+//   - These three orderings are a sorted ring for what arrives in order
+//     and a 4-ary heap beside it for the rest (ringheap.Queue; the type's
+//     flows a ringheap.Dense, below), the least
 //     element the lesser of the two fronts. They are mostly in order: jobs
 //     join their flow behind the jobs already there (only retries, whose
 //     aging clock runs from their first submission, jobs back from a
@@ -132,6 +133,16 @@
 //     element: comparisons read contiguous memory, never the element (with
 //     100,000 queued jobs, cache misses rather than comparisons set the
 //     cost). The heaps are 4-ary, halving the depth a sift walks.
+//   - The type's flows, one per active key, are the ordering that grows
+//     with callers, and with thousands of them a flow's record is not in
+//     the cache. So typeState.flows is a ringheap.Dense: a slot is 16
+//     bytes, a flow's handle and its sort key abbreviated to 64 bits
+//     (flowPrefix, in flowheap.go: urgency, effective priority, MinSeats
+//     status and V_k, in that order, V_k to a relative 2^-34), four
+//     children to a cache line; only slots whose abbreviations tie compare
+//     the whole keys, which the Dense keeps by handle. A sift then writes
+//     positions into the Dense's own array, never into a moved flow, and
+//     reads one line of slots a level where whole keys took three or four.
 //   - An arrival when nothing at all is queued, if it may start, is the job
 //     dispatch would pick; it takes its seat without entering these
 //     structures (the uncontended case).

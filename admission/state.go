@@ -183,7 +183,7 @@ type flow struct {
 	prio Priority // base priority of all its jobs
 	jobs jobQueue
 
-	typIdx   int // where it is in typ.flows, or -1 (see ringheap.Queue)
+	typIdx   int // its handle in typ.flows, or -1 (see ringheap.Dense)
 	promoIdx int // where it is in Scheduler.promos, or -1
 
 	// parked is int32 so that it and urgent share a word and a flow stays
@@ -326,7 +326,7 @@ type typeState struct {
 	smithA          float64      // Order ShortestFirst: the aging factor a; 0 = FIFO
 	readyIdx        int
 	cfg             JobTypeConfig // as registered
-	flows           ringheap.Queue[sortKey, *flow]
+	flows           flowQueue
 	pause           *pause
 }
 

@@ -1,7 +1,8 @@
 // Package ringheap holds the priority queues the admission scheduler orders
 // its work with: [Heap], a 4-ary min-heap whose slots keep each element's
-// sort key beside it, and [Queue], a sorted ring in front of such a heap
-// for elements that mostly arrive in order.
+// sort key beside it, [Queue], a sorted ring in front of such a heap for
+// elements that mostly arrive in order, and [Dense], a Queue laid out for
+// many elements whose records are out of the cache.
 //
 // Both are generic over the element T (a pointer, in practice) and its sort
 // key K. The caller gives three functions when it builds one:
@@ -37,7 +38,20 @@
 // the ring in O(1) and touches no other element; only the rest pay a heap
 // operation (see [Queue]).
 //
-// Neither type takes a lock: they are used under their owner's mutex, and
+// # Why Dense
+//
+// A Queue writes a moved element's position into the element, and its
+// slots hold whole keys (40 bytes for the scheduler's flows, three or four
+// cache lines for the four children of a node). With 10,000 flows, the
+// flows and the lower levels of the heap are out of the cache, and each of
+// those is a miss. A Dense keeps positions, keys and elements in arrays of
+// its own, by a handle each element holds while it is in, and its slots
+// hold the handle and an abbreviated key (as a database sorts on
+// abbreviated keys, comparing the whole keys only where the abbreviations
+// tie): four children are one cache line. It costs three arrays of its
+// own, so it is for the few large orderings, not for the many small ones.
+//
+// None of the types takes a lock: they are used under their owner's mutex, and
 // are not safe for concurrent use. Verify checks every invariant written
 // on them; tests call it after each operation.
 package ringheap
