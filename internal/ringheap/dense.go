@@ -40,10 +40,8 @@ import (
 // recs[h].k and recs[h].x). Handle 0 is never used, so
 // that a zero slot is a hole; free lists the unused handles.
 type Dense[K comparable, T comparable] struct {
-	ring        []slot
-	front, back uint64
-	inRing      int
-	heap        []slot
+	ring ring[slot]
+	heap []slot
 
 	recs []rec[K, T] // by handle: the element and its key; the zero rec when free
 	pos  []int       // by handle: heap position (>= 0) or ringIndex (<= -2)
@@ -68,6 +66,9 @@ type slot struct {
 	h int32
 }
 
+// hole reports whether s is a hole of the ring: handle 0 is never used.
+func (s slot) hole() bool { return s.h == 0 }
+
 // NewDense returns an empty Dense ordered by less over the keys that key
 // computes, with prefix their abbreviation (see [Dense]); index gives the
 // int in which each element stores its handle.
@@ -76,14 +77,12 @@ func NewDense[K comparable, T comparable](key func(T) K, less func(a, b *K) bool
 }
 
 // Len is the number of elements in q.
-func (q *Dense[K, T]) Len() int { return q.inRing + q.heapLen() }
+func (q *Dense[K, T]) Len() int { return q.ring.n + q.heapLen() }
 
 func (q *Dense[K, T]) heapLen() int { return len(q.heap) }
 
 // at is the slot of heap position i.
 func (q *Dense[K, T]) at(i int) *slot { return &q.heap[i] }
-
-func (q *Dense[K, T]) ringSlot(p uint64) *slot { return &q.ring[p&uint64(len(q.ring)-1)] }
 
 // lessSlot orders two slots: by prefix, and by the full keys when the
 // prefixes tie.
@@ -103,8 +102,8 @@ func (q *Dense[K, T]) Peek() (*K, T) {
 }
 
 func (q *Dense[K, T]) top() *slot {
-	if q.inRing > 0 {
-		s := q.ringSlot(q.front)
+	if q.ring.n > 0 {
+		s := q.ring.first()
 		if q.heapLen() == 0 || !q.lessSlot(q.at(0), s) {
 			return s
 		}
@@ -137,19 +136,16 @@ func (q *Dense[K, T]) Push(x T) {
 // place puts s, whose handle's key is set, in the ring when it sorts no
 // earlier than the ring's last slot, and otherwise in the heap.
 func (q *Dense[K, T]) place(s slot) {
-	if q.inRing > 0 && q.lessSlot(&s, q.ringSlot(q.back-1)) {
+	if q.ring.n > 0 && q.lessSlot(&s, q.ring.last()) {
 		q.heap = append(q.heap, s)
 		q.up(q.heapLen()-1, s)
 		return
 	}
-	if q.back-q.front == uint64(len(q.ring)) {
-		q.makeRoom()
-	}
-	*q.ringSlot(q.back) = s
-	q.pos[s.h] = ringIndex(q.back)
-	q.back++
-	q.inRing++
+	q.pos[s.h] = ringIndex(q.ring.push(s, q.moved))
 }
+
+// moved records that s is now at ring position p.
+func (q *Dense[K, T]) moved(s slot, p uint64) { q.pos[s.h] = ringIndex(p) }
 
 // Remove takes x, which is in q, out of it.
 func (q *Dense[K, T]) Remove(x T) {
@@ -173,19 +169,7 @@ func (q *Dense[K, T]) unplace(h int32) {
 		}
 		return
 	}
-	p := ringPos(i)
-	*q.ringSlot(p) = slot{}
-	q.inRing--
-	// Only an end can have become a hole (see Queue.Remove).
-	if p == q.front {
-		for q.front != q.back && q.ringSlot(q.front).h == 0 {
-			q.front++
-		}
-	} else if p+1 == q.back {
-		for q.back != q.front && q.ringSlot(q.back-1).h == 0 {
-			q.back--
-		}
-	}
+	q.ring.drop(ringPos(i), slot{})
 }
 
 // Pop removes and returns the least element; q must not be empty.
@@ -217,7 +201,7 @@ func (q *Dense[K, T]) Fix(x T) {
 	// hole it moves.
 	p := ringPos(i)
 	if q.between(p, &s) {
-		*q.ringSlot(p) = s
+		*q.ring.at(p) = s
 		return
 	}
 	q.unplace(h)
@@ -227,43 +211,17 @@ func (q *Dense[K, T]) Fix(x T) {
 // between reports whether s sorts between the elements at ring positions
 // p-1 and p+1 (where there are any), both holding one.
 func (q *Dense[K, T]) between(p uint64, s *slot) bool {
-	if p != q.front {
-		if prev := q.ringSlot(p - 1); prev.h == 0 || q.lessSlot(s, prev) {
+	if p != q.ring.front {
+		if prev := q.ring.at(p - 1); prev.hole() || q.lessSlot(s, prev) {
 			return false
 		}
 	}
-	if p+1 != q.back {
-		if next := q.ringSlot(p + 1); next.h == 0 || q.lessSlot(next, s) {
+	if p+1 != q.ring.back {
+		if next := q.ring.at(p + 1); next.hole() || q.lessSlot(next, s) {
 			return false
 		}
 	}
 	return true
-}
-
-// makeRoom is Queue.makeRoom for Dense's ring.
-func (q *Dense[K, T]) makeRoom() {
-	n := uint64(len(q.ring))
-	if n > 0 && uint64(q.inRing) <= n/2 {
-		w := q.front
-		for p := q.front; p != q.back; p++ {
-			if s := *q.ringSlot(p); s.h != 0 {
-				*q.ringSlot(w) = s
-				q.pos[s.h] = ringIndex(w)
-				w++
-			}
-		}
-		for p := w; p != q.back; p++ {
-			*q.ringSlot(p) = slot{}
-		}
-		q.back = w
-		return
-	}
-	ring := make([]slot, max(2*n, minRing))
-	mask := uint64(len(ring) - 1)
-	for p := q.front; p != q.back; p++ {
-		ring[p&mask] = *q.ringSlot(p)
-	}
-	q.ring = ring
 }
 
 // The heap's sifts, as Heap's (move into a hole, remove bottom-up), on
@@ -333,8 +291,8 @@ func (q *Dense[K, T]) hole(i int) int {
 // during the iteration.
 func (q *Dense[K, T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
-		for p := q.front; p != q.back; p++ {
-			if s := q.ringSlot(p); s.h != 0 && !yield(q.recs[s.h].x) {
+		for p := q.ring.front; p != q.ring.back; p++ {
+			if s := q.ring.at(p); !s.hole() && !yield(q.recs[s.h].x) {
 				return
 			}
 		}
@@ -348,16 +306,11 @@ func (q *Dense[K, T]) All() iter.Seq[T] {
 
 // Verify reports the first broken invariant of q, or nil.
 func (q *Dense[K, T]) Verify() error {
-	n := uint64(len(q.ring))
 	var zt T
-	switch {
-	case n&(n-1) != 0:
-		return fmt.Errorf("dense: ring length %d is not a power of two", n)
-	case q.back-q.front > n:
-		return fmt.Errorf("dense: %d slots in use in a ring of %d", q.back-q.front, n)
-	case q.front != q.back && (q.ringSlot(q.front).h == 0 || q.ringSlot(q.back-1).h == 0):
-		return fmt.Errorf("dense: a hole at the front or back of [%d, %d)", q.front, q.back)
-	case len(q.pos) != len(q.recs) || len(q.recs) == 0 || q.recs[0] != (rec[K, T]{}):
+	if err := q.ring.verify(); err != nil {
+		return fmt.Errorf("dense: %v", err)
+	}
+	if len(q.pos) != len(q.recs) || len(q.recs) == 0 || q.recs[0] != (rec[K, T]{}) {
 		return fmt.Errorf("dense: %d records, %d positions, handle 0 in use: %v", len(q.recs), len(q.pos), len(q.recs) > 0 && q.recs[0] != (rec[K, T]{}))
 	}
 	// checkSlot checks the slot at position at (a heap position or a
@@ -390,14 +343,12 @@ func (q *Dense[K, T]) Verify() error {
 		}
 		return nil
 	}
-	live := 0
 	var prev *slot
-	for p := q.front; p != q.back; p++ {
-		s := q.ringSlot(p)
-		if s.h == 0 {
+	for p := q.ring.front; p != q.ring.back; p++ {
+		s := q.ring.at(p)
+		if s.hole() {
 			continue
 		}
-		live++
 		if err := checkSlot(*s, ringIndex(p)); err != nil {
 			return err
 		}
@@ -407,9 +358,6 @@ func (q *Dense[K, T]) Verify() error {
 			}
 		}
 		prev = s
-	}
-	if live != q.inRing {
-		return fmt.Errorf("dense: %d elements in the ring, inRing %d", live, q.inRing)
 	}
 	for i := range q.heapLen() {
 		if err := checkSlot(*q.at(i), i); err != nil {

@@ -3,7 +3,6 @@ package ringheap
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 )
 
@@ -12,50 +11,12 @@ import (
 // comparison of full keys behind equal prefixes. (The keys are >= -1000.)
 func coarse(k *int) uint64 { return uint64(*k+1000) / 8 }
 
-// TestDenseRandom is TestQueueRandom for Dense, whose prefixes tie often.
+// TestDenseRandom is TestQueueRandom for Dense (which has no Reinit),
+// with prefixes that tie often.
 func TestDenseRandom(t *testing.T) {
 	for seed := range uint64(30) {
-		rng := rand.New(rand.NewPCG(seed, 7))
 		q := NewDense(elemKey, lessInt, coarse, elemIndex)
-		var in []*elem
-		next := 0
-		for step := range 3000 {
-			at := fmt.Sprintf("seed %d step %d", seed, step)
-			switch op := rng.IntN(50); {
-			case op < 20: // arrival: usually past every key so far
-				next += rng.IntN(3)
-				v := next
-				if rng.IntN(4) == 0 {
-					v -= rng.IntN(20)
-				}
-				e := &elem{v: v, idx: -1}
-				q.Push(e)
-				in = append(in, e)
-			case op < 30 && len(in) > 0: // key moved a little, or past everything
-				e := in[rng.IntN(len(in))]
-				if rng.IntN(2) == 0 {
-					e.v += rng.IntN(5) - 2
-				} else {
-					next += 1 + rng.IntN(3)
-					e.v = next
-				}
-				q.Fix(e)
-			case op < 35 && len(in) > 0:
-				i := rng.IntN(len(in))
-				q.Remove(in[i])
-				if in[i].idx != -1 {
-					t.Fatalf("%s: removed element keeps handle %d", at, in[i].idx)
-				}
-				in = slices.Delete(in, i, i+1)
-			case len(in) > 0:
-				in = popLeast(t, at, &q, in)
-			}
-			check(t, at, &q, in)
-		}
-		for len(in) > 0 { // drain in order
-			in = popLeast(t, fmt.Sprintf("seed %d drain", seed), &q, in)
-		}
-		check(t, fmt.Sprintf("seed %d drained", seed), &q, in)
+		driveMostlyInOrder(t, rand.New(rand.NewPCG(seed, 7)), fmt.Sprintf("seed %d", seed), &q, nil)
 	}
 }
 

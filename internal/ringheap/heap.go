@@ -15,7 +15,7 @@ import (
 //
 // Invariant: for every i, *index(s[i].v) == i, s[i].k == key(s[i].v), and
 // no slot's key is less than its parent's.
-type Heap[K comparable, T any] struct {
+type Heap[K comparable, T comparable] struct {
 	s     []entry[K, T]
 	key   func(T) K
 	less  func(a, b *K) bool
@@ -23,16 +23,23 @@ type Heap[K comparable, T any] struct {
 }
 
 // entry is an element and its key, as kept in a Heap or a Queue's ring.
-type entry[K comparable, T any] struct {
+type entry[K comparable, T comparable] struct {
 	k K
 	v T
+}
+
+// hole reports whether e is a hole of a Queue's ring: its element left
+// (the zero T is never an element).
+func (e entry[K, T]) hole() bool {
+	var zero T
+	return e.v == zero
 }
 
 const arity = 4
 
 // NewHeap returns an empty heap ordered by less over the keys that key
 // computes; index gives the int in which each element stores its position.
-func NewHeap[K comparable, T any](key func(T) K, less func(a, b *K) bool, index func(T) *int) Heap[K, T] {
+func NewHeap[K comparable, T comparable](key func(T) K, less func(a, b *K) bool, index func(T) *int) Heap[K, T] {
 	return Heap[K, T]{key: key, less: less, index: index}
 }
 

@@ -33,27 +33,19 @@ import (
 // The zero value is not usable: build one with [NewQueue]. A Queue is not
 // safe for concurrent use.
 //
-// Invariants: len(ring) is 0 or a power of two; the slots in use are
-// positions [front, back), slot p at ring[p & (len(ring)-1)], at most
-// len(ring) of them; if any is in use, the first and the last hold an
-// element; the keys of the slots in use (holes included) never decrease;
-// inRing counts the slots holding an element. An element in the ring has
-// index ringIndex(p) and the slot's key equals key(element); the heap's own
-// invariants hold.
+// Invariants: the ring's (see ring); the keys of the slots in use (holes
+// included: a hole keeps its key) never decrease. An element in the ring
+// has index ringIndex(p) and the slot's key equals key(element); the
+// heap's own invariants hold.
 type Queue[K comparable, T comparable] struct {
-	ring        []entry[K, T]
-	front, back uint64
-	inRing      int
-	heap        Heap[K, T] // also holds key, less and index
+	ring ring[entry[K, T]]
+	heap Heap[K, T] // also holds key, less and index
 
 	// k holds the key being placed. It is a field, not a local, because the
 	// comparisons take its address through a function value, which would
 	// move a local to the heap on every push.
 	k K
 }
-
-// minRing is the ring's length when its first element arrives.
-const minRing = 4
 
 // maxKeptRing is the longest ring kept when a queue is reset for reuse.
 const maxKeptRing = 64
@@ -64,20 +56,14 @@ func NewQueue[K comparable, T comparable](key func(T) K, less func(a, b *K) bool
 	return Queue[K, T]{heap: NewHeap(key, less, index)}
 }
 
-// ringIndex encodes ring position p as an index (<= -2); ringPos decodes it.
-func ringIndex(p uint64) int { return -2 - int(p) }
-func ringPos(i int) uint64   { return uint64(-2 - i) }
-
 // Len is the number of elements in q.
-func (q *Queue[K, T]) Len() int { return q.inRing + q.heap.Len() }
-
-func (q *Queue[K, T]) slot(p uint64) *entry[K, T] { return &q.ring[p&uint64(len(q.ring)-1)] }
+func (q *Queue[K, T]) Len() int { return q.ring.n + q.heap.Len() }
 
 // Peek returns the least element and its key; q must not be empty. The key
 // is valid until q changes.
 func (q *Queue[K, T]) Peek() (*K, T) {
-	if q.inRing > 0 {
-		s := q.slot(q.front)
+	if q.ring.n > 0 {
+		s := q.ring.first()
 		if q.heap.Len() == 0 || !q.heap.less(q.heap.TopKey(), &s.k) {
 			return &s.k, s.v
 		}
@@ -106,18 +92,16 @@ func (q *Queue[K, T]) Push(x T) {
 
 // pushKey adds x, whose key is in q.k.
 func (q *Queue[K, T]) pushKey(x T) {
-	if q.inRing > 0 && q.heap.less(&q.k, &q.slot(q.back-1).k) {
+	if q.ring.n > 0 && q.heap.less(&q.k, &q.ring.last().k) {
 		q.heap.Push(x)
 		return
 	}
-	if q.back-q.front == uint64(len(q.ring)) {
-		q.makeRoom()
-	}
-	*q.slot(q.back) = entry[K, T]{q.k, x}
-	*q.heap.index(x) = ringIndex(q.back)
-	q.back++
-	q.inRing++
+	p := q.ring.push(entry[K, T]{q.k, x}, q.moved)
+	*q.heap.index(x) = ringIndex(p)
 }
+
+// moved records that e is now at ring position p.
+func (q *Queue[K, T]) moved(e entry[K, T], p uint64) { *q.heap.index(e.v) = ringIndex(p) }
 
 // Remove takes x, which is in q, out of it.
 func (q *Queue[K, T]) Remove(x T) {
@@ -126,22 +110,9 @@ func (q *Queue[K, T]) Remove(x T) {
 		q.heap.Remove(i)
 		return
 	}
-	var zero T
 	p := ringPos(i)
-	q.slot(p).v = zero
+	q.ring.drop(p, entry[K, T]{k: q.ring.at(p).k}) // the hole keeps the key
 	*q.heap.index(x) = -1
-	q.inRing--
-	// Only an end can have become a hole: the slots at the other end are
-	// not read (with a long queue, each is a cache miss).
-	if p == q.front {
-		for q.front != q.back && q.slot(q.front).v == zero {
-			q.front++
-		}
-	} else if p+1 == q.back {
-		for q.back != q.front && q.slot(q.back-1).v == zero {
-			q.back--
-		}
-	}
 }
 
 // Pop removes and returns the least element; q must not be empty.
@@ -161,12 +132,12 @@ func (q *Queue[K, T]) Fix(x T) {
 		return
 	}
 	p := ringPos(i)
-	s := q.slot(p)
+	s := q.ring.at(p)
 	q.k = q.heap.key(x)
 	if q.k == s.k {
 		return
 	}
-	if (p == q.front || !q.heap.less(&q.k, &q.slot(p-1).k)) && (p+1 == q.back || !q.heap.less(&q.slot(p+1).k, &q.k)) {
+	if (p == q.ring.front || !q.heap.less(&q.k, &q.ring.at(p-1).k)) && (p+1 == q.ring.back || !q.heap.less(&q.ring.at(p+1).k, &q.k)) {
 		s.k = q.k // still in order where it is
 		return
 	}
@@ -174,41 +145,12 @@ func (q *Queue[K, T]) Fix(x T) {
 	q.pushKey(x)
 }
 
-// makeRoom is called when every slot of the ring is in use: it squeezes the
-// holes out if they are at least half of it, and otherwise doubles it.
-func (q *Queue[K, T]) makeRoom() {
-	n := uint64(len(q.ring))
-	if n > 0 && uint64(q.inRing) <= n/2 {
-		var zero T
-		w := q.front
-		for p := q.front; p != q.back; p++ {
-			if s := *q.slot(p); s.v != zero {
-				*q.slot(w) = s
-				*q.heap.index(s.v) = ringIndex(w)
-				w++
-			}
-		}
-		for p := w; p != q.back; p++ {
-			*q.slot(p) = entry[K, T]{}
-		}
-		q.back = w
-		return
-	}
-	ring := make([]entry[K, T], max(2*n, minRing))
-	mask := uint64(len(ring) - 1)
-	for p := q.front; p != q.back; p++ {
-		ring[p&mask] = *q.slot(p)
-	}
-	q.ring = ring
-}
-
 // All yields every element of q, in no particular order. q must not change
 // during the iteration.
 func (q *Queue[K, T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
-		var zero T
-		for p := q.front; p != q.back; p++ {
-			if x := q.slot(p).v; x != zero && !yield(x) {
+		for p := q.ring.front; p != q.ring.back; p++ {
+			if e := q.ring.at(p); !e.hole() && !yield(e.v) {
 				return
 			}
 		}
@@ -246,43 +188,27 @@ func (q *Queue[K, T]) Reinit() {
 // Reset empties q for reuse, keeping a ring of moderate length and its
 // functions. The elements it held are not told: their positions are stale.
 func (q *Queue[K, T]) Reset() {
-	if len(q.ring) > maxKeptRing {
-		q.ring = nil
-	}
-	clear(q.ring)
-	q.front, q.back, q.inRing = 0, 0, 0
+	q.ring.reset(maxKeptRing)
 	q.heap.reset()
 }
 
 // Verify reports the first broken invariant of q, or nil.
 func (q *Queue[K, T]) Verify() error {
-	n := uint64(len(q.ring))
-	var zero T
-	switch {
-	case n&(n-1) != 0:
-		return fmt.Errorf("ring heap: ring length %d is not a power of two", n)
-	case q.back-q.front > n:
-		return fmt.Errorf("ring heap: %d slots in use in a ring of %d", q.back-q.front, n)
-	case q.front != q.back && (q.slot(q.front).v == zero || q.slot(q.back-1).v == zero):
-		return fmt.Errorf("ring heap: a hole at the front or back of [%d, %d)", q.front, q.back)
+	if err := q.ring.verify(); err != nil {
+		return fmt.Errorf("ring heap: %v", err)
 	}
-	live := 0
-	for p := q.front; p != q.back; p++ {
-		s := q.slot(p)
-		if p != q.front && q.heap.less(&s.k, &q.slot(p-1).k) {
+	for p := q.ring.front; p != q.ring.back; p++ {
+		s := q.ring.at(p)
+		if p != q.ring.front && q.heap.less(&s.k, &q.ring.at(p-1).k) {
 			return fmt.Errorf("ring heap: ring position %d sorts before the one ahead of it", p)
 		}
-		if s.v == zero {
+		if s.hole() {
 			continue
 		}
-		live++
 		if i := *q.heap.index(s.v); i != ringIndex(p) || s.k != q.heap.key(s.v) {
 			return fmt.Errorf("ring heap: element at ring position %d has index %d (want %d), key %+v (slot %+v)",
 				p, i, ringIndex(p), q.heap.key(s.v), s.k)
 		}
-	}
-	if live != q.inRing {
-		return fmt.Errorf("ring heap: %d elements in the ring, inRing %d", live, q.inRing)
 	}
 	if err := q.heap.Verify(); err != nil {
 		return fmt.Errorf("ring heap: %v", err)

@@ -13,57 +13,75 @@ import (
 // (rarely) a Reinit after many keys changed, against a plain slice.
 func TestQueueRandom(t *testing.T) {
 	for seed := range uint64(30) {
-		rng := rand.New(rand.NewPCG(seed, 5))
 		q := NewQueue(elemKey, lessInt, elemIndex)
-		var in []*elem
-		next := 0
-		for step := range 3000 {
-			at := fmt.Sprintf("seed %d step %d", seed, step)
-			switch op := rng.IntN(50); {
-			case op < 20: // arrival: usually past every key so far
-				next += rng.IntN(3)
-				v := next
-				if rng.IntN(4) == 0 {
-					v -= rng.IntN(20)
-				}
-				e := &elem{v: v, idx: -1}
-				q.Push(e)
-				in = append(in, e)
-			case op < 30 && len(in) > 0: // key moved a little, or past everything
-				e := in[rng.IntN(len(in))]
-				if rng.IntN(2) == 0 {
-					e.v += rng.IntN(5) - 2
-				} else {
-					next += 1 + rng.IntN(3)
-					e.v = next
-				}
-				q.Fix(e)
-			case op < 35 && len(in) > 0:
-				i := rng.IntN(len(in))
-				q.Remove(in[i])
-				if in[i].idx != -1 {
-					t.Fatalf("%s: removed element keeps index %d", at, in[i].idx)
-				}
-				in = slices.Delete(in, i, i+1)
-			case op == 49 && len(in) > 0: // many keys moved at once (a pause)
-				for _, e := range in {
-					if rng.IntN(3) == 0 {
-						e.v += rng.IntN(20)
-					}
-				}
-				q.Reinit()
-			case len(in) > 0:
-				in = popLeast(t, at, &q, in)
-			}
-			check(t, at, &q, in)
-		}
-		for len(in) > 0 { // drain in order
-			in = popLeast(t, fmt.Sprintf("seed %d drain", seed), &q, in)
-		}
-		if err := q.Verify(); err != nil || q.Len() != 0 || q.front != q.back {
-			t.Fatalf("seed %d: drained queue: %v, Len %d, slots [%d, %d)", seed, err, q.Len(), q.front, q.back)
+		driveMostlyInOrder(t, rand.New(rand.NewPCG(seed, 5)), fmt.Sprintf("seed %d", seed), &q, q.Reinit)
+		if q.ring.front != q.ring.back {
+			t.Fatalf("seed %d: drained queue has slots [%d, %d)", seed, q.ring.front, q.ring.back)
 		}
 	}
+}
+
+// queue is what Queue and Dense have in common, for driveMostlyInOrder.
+type queue interface {
+	ordered
+	Push(*elem)
+	Fix(*elem)
+	Remove(*elem)
+}
+
+// driveMostlyInOrder runs 3000 random operations on q against a plain
+// slice, checking q after each, then drains it in order: arrivals usually
+// past every key so far, keys moved a little or past everything, removals
+// from anywhere, pops and, when reinit is not nil, (rarely) many keys moved
+// at once and reinit called, as a pause does.
+func driveMostlyInOrder(t *testing.T, rng *rand.Rand, name string, q queue, reinit func()) {
+	t.Helper()
+	var in []*elem
+	next := 0
+	for step := range 3000 {
+		at := fmt.Sprintf("%s step %d", name, step)
+		switch op := rng.IntN(50); {
+		case op < 20: // arrival: usually past every key so far
+			next += rng.IntN(3)
+			v := next
+			if rng.IntN(4) == 0 {
+				v -= rng.IntN(20)
+			}
+			e := &elem{v: v, idx: -1}
+			q.Push(e)
+			in = append(in, e)
+		case op < 30 && len(in) > 0: // key moved a little, or past everything
+			e := in[rng.IntN(len(in))]
+			if rng.IntN(2) == 0 {
+				e.v += rng.IntN(5) - 2
+			} else {
+				next += 1 + rng.IntN(3)
+				e.v = next
+			}
+			q.Fix(e)
+		case op < 35 && len(in) > 0:
+			i := rng.IntN(len(in))
+			q.Remove(in[i])
+			if in[i].idx != -1 {
+				t.Fatalf("%s: removed element keeps index %d", at, in[i].idx)
+			}
+			in = slices.Delete(in, i, i+1)
+		case op == 49 && len(in) > 0 && reinit != nil:
+			for _, e := range in {
+				if rng.IntN(3) == 0 {
+					e.v += rng.IntN(20)
+				}
+			}
+			reinit()
+		case len(in) > 0:
+			in = popLeast(t, at, q, in)
+		}
+		check(t, at, q, in)
+	}
+	for len(in) > 0 { // drain in order
+		in = popLeast(t, name+" drain", q, in)
+	}
+	check(t, name+" drained", q, in)
 }
 
 // TestQueueInOrderTouchesOnlyRing: arrivals in order never enter the heap,
@@ -87,7 +105,7 @@ func TestQueueInOrderTouchesOnlyRing(t *testing.T) {
 	if err := q.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	if n, max := len(q.ring), 4*len(live); n > max {
+	if n, max := len(q.ring.s), 4*len(live); n > max {
 		t.Fatalf("ring of %d slots for %d elements (want at most %d)", n, len(live), max)
 	}
 }
@@ -100,8 +118,8 @@ func TestQueueResetKeepsFunctions(t *testing.T) {
 		q.Push(&elem{v: v, idx: -1})
 	}
 	q.Reset()
-	if q.Len() != 0 || len(q.ring) > maxKeptRing {
-		t.Fatalf("reset queue: Len %d, ring of %d", q.Len(), len(q.ring))
+	if q.Len() != 0 || len(q.ring.s) > maxKeptRing {
+		t.Fatalf("reset queue: Len %d, ring of %d", q.Len(), len(q.ring.s))
 	}
 	a, b := &elem{v: 2, idx: -1}, &elem{v: 1, idx: -1}
 	q.Push(a)
