@@ -67,3 +67,26 @@ func ExampleHeap() {
 	fmt.Println(h.Pop().name, h.Pop().name, h.Len())
 	// Output: b a 0
 }
+
+// A Dense orders the same tasks by an abbreviation of their keys, here the
+// arrival alone: tasks that arrived at the same instant tie on it, and only
+// then are their whole keys compared. The task stores its handle, not its
+// position.
+func ExampleDense() {
+	q := ringheap.NewDense(
+		func(t *task) taskKey { return taskKey{t.at, t.seq} },
+		lessTask,
+		func(k *taskKey) uint64 { return uint64(k.at) }, // arrival >= 0: orders as the keys do, or ties
+		func(t *task) *int { return &t.idx },
+	)
+	tasks := []*task{{name: "a", at: 2}, {name: "b", at: 1}, {name: "c", at: 2}, {name: "d", at: 1}}
+	for i, t := range tasks {
+		t.seq, t.idx = i, -1
+		q.Push(t)
+	}
+	for q.Len() > 0 {
+		fmt.Print(q.Pop().name, " ")
+	}
+	fmt.Println()
+	// Output: b d a c
+}
