@@ -65,11 +65,15 @@ func (f *flow) headAgingAt() int64 {
 // records are not in the cache, and a Dense moves flows without writing
 // into them and compares 16-byte slots, four to a cache line (see
 // flowPrefix). Each flow in it keeps its handle in typIdx.
-type flowQueue = ringheap.Dense[sortKey, *flow]
+type flowQueue = ringheap.Dense[sortKey, *flow, flowOrder]
 
-func newFlowHeap() flowQueue {
-	return ringheap.NewDense(flowSortKey, lessKey, flowPrefix, flowTypIndex)
-}
+// flowOrder is the dispatch order of a type's flows (a ringheap.DenseOrder).
+type flowOrder struct{}
+
+func (flowOrder) Key(f *flow) sortKey     { return flowSortKey(f) }
+func (flowOrder) Less(a, b sortKey) bool  { return lessKey(&a, &b) }
+func (flowOrder) Index(f *flow) *int      { return &f.typIdx }
+func (flowOrder) Prefix(k sortKey) uint64 { return flowPrefix(&k) }
 
 // flowPrefix abbreviates a sort key to 64 bits that order as lessKey does,
 // or tie (then the queue compares the whole keys):

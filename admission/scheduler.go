@@ -71,12 +71,12 @@ type Scheduler struct {
 	// its estimate without the LRU's look-up and list update, 8 % of the
 	// instructions of an uncontended Acquire+Release (benchmarks/
 	// ADMISSION.md, session 7); a miss costs one comparison.
-	resources map[ConflictGroup]resourceTable // held, waited-on or idle resources, by group
-	idleRes   int                             // entries of resources with no holder and no waiter
-	pressure  *pressureGate                   // nil = no gate
-	adaptive  *adaptive                       // nil = fixed capacity (Config.Adaptive)
-	running   ringheap.Heap[runKey, *job]     // running jobs by start tag (V_sys)
-	freeJobs  freelist.List[job]              // records of released foreground permits
+	resources map[ConflictGroup]resourceTable       // held, waited-on or idle resources, by group
+	idleRes   int                                   // entries of resources with no holder and no waiter
+	pressure  *pressureGate                         // nil = no gate
+	adaptive  *adaptive                             // nil = fixed capacity (Config.Adaptive)
+	running   ringheap.Heap[runKey, *job, runOrder] // running jobs by start tag (V_sys)
+	freeJobs  freelist.List[job]                    // records of released foreground permits
 	// cfg never changes after New, except Capacity, which SetCapacity
 	// and adaptive capacity change under mu; its Keys are moved to policies. Its first two
 	// lines are hot too.
@@ -92,16 +92,16 @@ type Scheduler struct {
 	// looks at the top of each.
 	ready []*typeState
 
-	policies    map[string]*KeyPolicy           // Config.Keys, then SetKeyPolicy; cfg.Keys is nil
-	pausedKeys  map[string]*pause               // PauseKey; keyState.paused mirrors it for tracked keys
-	weights     map[string]float64              // SetWeight overrides, by key
-	pending     map[costKey]*job                // queued background jobs of types with a DuplicatePolicy
-	retrying    map[*job]bool                   // background jobs waiting out a retry backoff
-	promos      ringheap.Queue[promoKey, *flow] // flows by next promotion instant
-	lengths     lengths.Buckets[*keyState]      // keys with queued jobs, by count (push-out)
-	freeFlows   freelist.List[flow]             // recycled flows, no jobs
-	freeRes     freelist.List[resource]         // recycled conflict entries, no holder or waiter
-	freeWaiters freelist.List[jobQueue]         // emptied waiter queues of resources
+	policies    map[string]*KeyPolicy                       // Config.Keys, then SetKeyPolicy; cfg.Keys is nil
+	pausedKeys  map[string]*pause                           // PauseKey; keyState.paused mirrors it for tracked keys
+	weights     map[string]float64                          // SetWeight overrides, by key
+	pending     map[costKey]*job                            // queued background jobs of types with a DuplicatePolicy
+	retrying    map[*job]bool                               // background jobs waiting out a retry backoff
+	promos      ringheap.Queue[promoKey, *flow, promoOrder] // flows by next promotion instant
+	lengths     lengths.Buckets[*keyState]                  // keys with queued jobs, by count (push-out)
+	freeFlows   freelist.List[flow]                         // recycled flows, no jobs
+	freeRes     freelist.List[resource]                     // recycled conflict entries, no holder or waiter
+	freeWaiters freelist.List[jobQueue]                     // emptied waiter queues of resources
 
 	bgQueued, bgRunning int           // background jobs queued and running
 	bgIdle              chan struct{} // closed when closing and no background job is left
@@ -137,12 +137,10 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 		pending:     make(map[costKey]*job),
 		retrying:    make(map[*job]bool),
 		resources:   make(map[ConflictGroup]resourceTable),
-		running:     newRunHeap(),
-		promos:      newPromoHeap(),
-		freeFlows:   freelist.New(maxFree, func() *flow { return &flow{jobs: newJobQueue()} }),
+		freeFlows:   freelist.New[flow](maxFree, nil),
 		freeRes:     freelist.New[resource](maxFree, nil),
 		freeJobs:    freelist.New[job](maxFree, nil),
-		freeWaiters: freelist.New(maxFree, func() *jobQueue { q := newJobQueue(); return &q }),
+		freeWaiters: freelist.New[jobQueue](maxFree, nil),
 	}
 	if s.costs, err = simplelru.NewLRU[costKey, *costEntry](c.MaxCostEntries, s.onCostEvicted); err != nil {
 		return nil, fmt.Errorf("%w: MaxCostEntries: %v", ErrInvalidConfig, err)
@@ -255,7 +253,6 @@ func (s *Scheduler) RegisterType(t JobType, c JobTypeConfig) error {
 		smithA:   c.OrderAging, // 0 unless Order is ShortestFirst
 		aging:    agingOf(&s.cfg, c),
 		tier:     tier,
-		flows:    newFlowHeap(),
 		readyIdx: -1,
 		obs:      s.obs.newTypeObs(t, c),
 	}

@@ -229,18 +229,22 @@ func beforeAt(a, b queuedEntry) bool {
 		}
 	}
 	ka, kb := jobAgeKey(a.j), jobAgeKey(b.j)
-	return lessJobKey(&ka, &kb)
+	return lessJobKey(ka, kb)
 }
+
+// keptOrder orders the entries kept by queueOrderLocked worst first (a
+// ringheap.Order).
+type keptOrder struct{}
+
+func (keptOrder) Key(e *queuedEntry) *queuedEntry { return e }
+func (keptOrder) Less(a, b *queuedEntry) bool     { return beforeAt(*b, *a) }
+func (keptOrder) Index(e *queuedEntry) *int       { return &e.idx }
 
 // queueOrderLocked ranks every queued job at now and keeps the first
 // SnapshotMaxQueue in a bounded heap whose top is the worst kept entry, so
 // the cost is O(n log SnapshotMaxQueue).
 func (s *Scheduler) queueOrderLocked(keys []*keyState, now int64) []QueuedSnapshot {
-	kept := ringheap.NewHeap(
-		func(e *queuedEntry) *queuedEntry { return e },
-		func(a, b **queuedEntry) bool { return beforeAt(**b, **a) },
-		func(e *queuedEntry) *int { return &e.idx },
-	)
+	var kept ringheap.Heap[*queuedEntry, *queuedEntry, keptOrder]
 	for _, k := range keys {
 		for j := k.head; j != nil; j = j.next {
 			e := &queuedEntry{j: j, r: s.rankLocked(j, now)}

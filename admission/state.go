@@ -104,13 +104,17 @@ func (j *job) timer() *time.Timer {
 	return j.bg.timer
 }
 
-func jobIndex(j *job) *int { return &j.idx }
-
 // jobQueue holds the queued jobs of a flow, or the jobs of one flow parked
-// on one resource, in the flow's order (see ringheap.Queue).
-type jobQueue = ringheap.Queue[jobKey, *job]
+// on one resource, in the flow's order (see ringheap.Queue). Its zero value
+// is an empty queue.
+type jobQueue = ringheap.Queue[jobKey, *job, jobOrder]
 
-func newJobQueue() jobQueue { return ringheap.NewQueue(jobOrderKey, lessJobKey, jobIndex) }
+// jobOrder is a flow's order of its jobs (a ringheap.Order).
+type jobOrder struct{}
+
+func (jobOrder) Key(j *job) jobKey     { return jobOrderKey(j) }
+func (jobOrder) Less(a, b jobKey) bool { return lessJobKey(a, b) }
+func (jobOrder) Index(j *job) *int     { return &j.idx }
 
 // jobKey orders the queued jobs of one flow: by age (aging start, then
 // arrival) for FIFO types; for ShortestFirst types by Smith's rule with
@@ -140,7 +144,7 @@ func jobOrderKey(j *job) jobKey {
 // OrderAging cannot overflow the int64 key.
 const maxSmithShift = 3e9
 
-func lessJobKey(a, b *jobKey) bool {
+func lessJobKey(a, b jobKey) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}
@@ -153,17 +157,16 @@ type runKey struct {
 	seq uint64
 }
 
-func newRunHeap() ringheap.Heap[runKey, *job] {
-	return ringheap.NewHeap(
-		func(j *job) runKey { return runKey{j.startTag, j.seq} },
-		func(a, b *runKey) bool {
-			if a.tag != b.tag {
-				return a.tag < b.tag
-			}
-			return a.seq < b.seq
-		},
-		jobIndex,
-	)
+// runOrder orders running jobs by runKey (a ringheap.Order).
+type runOrder struct{}
+
+func (runOrder) Key(j *job) runKey { return runKey{j.startTag, j.seq} }
+func (runOrder) Index(j *job) *int { return &j.idx }
+func (runOrder) Less(a, b runKey) bool {
+	if a.tag != b.tag {
+		return a.tag < b.tag
+	}
+	return a.seq < b.seq
 }
 
 // flow is the queued work of one (fairness key, job type).
@@ -187,15 +190,14 @@ type flow struct {
 	promoIdx int // where it is in Scheduler.promos, or -1
 
 	// parked is int32 so that it and urgent share a word and a flow stays
-	// within two cache lines (128 bytes); a queue never holds 2^31 jobs.
+	// within two cache lines (128 bytes; TestRecordSizes checks it): with
+	// thousands of keys, the flow admitted from is not in the cache. A
+	// queue never holds 2^31 jobs.
 	parked  int32
 	urgent  bool
 	eff     Priority
 	promoAt int64 // next instant the head's rank changes, Unix nanoseconds; 0 = never
-
 }
-
-func flowTypIndex(f *flow) *int { return &f.typIdx }
 
 // promoKey orders flows by the instant their head's rank next changes.
 type promoKey struct {
@@ -203,17 +205,16 @@ type promoKey struct {
 	seq uint64
 }
 
-func newPromoHeap() ringheap.Queue[promoKey, *flow] {
-	return ringheap.NewQueue(
-		func(f *flow) promoKey { return promoKey{f.promoAt, f.jobs.TopKey().seq} },
-		func(a, b *promoKey) bool {
-			if a.at != b.at {
-				return a.at < b.at
-			}
-			return a.seq < b.seq
-		},
-		func(f *flow) *int { return &f.promoIdx },
-	)
+// promoOrder orders flows by promoKey (a ringheap.Order).
+type promoOrder struct{}
+
+func (promoOrder) Key(f *flow) promoKey { return promoKey{f.promoAt, f.jobs.TopKey().seq} }
+func (promoOrder) Index(f *flow) *int   { return &f.promoIdx }
+func (promoOrder) Less(a, b promoKey) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.seq < b.seq
 }
 
 // keyState is one fairness key.

@@ -18,7 +18,7 @@ import (
 func TestJobQueueRandom(t *testing.T) {
 	for seed := range uint64(50) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		q := newJobQueue()
+		var q jobQueue
 		typ := &typeState{}
 		var in []*job // what q holds
 		var seq uint64
@@ -30,7 +30,7 @@ func TestJobQueueRandom(t *testing.T) {
 					b = j
 					continue
 				}
-				if bk, jk := jobOrderKey(b), jobOrderKey(j); lessJobKey(&jk, &bk) {
+				if bk, jk := jobOrderKey(b), jobOrderKey(j); lessJobKey(jk, bk) {
 					b = j
 				}
 			}
@@ -98,10 +98,14 @@ func TestJobQueueRandom(t *testing.T) {
 	}
 }
 
-// TestRecordSizes keeps a key's state within the two cache lines its
-// comment promises: at most 128 bytes, the allocator's line-aligned class.
+// TestRecordSizes keeps a key's state and a flow within the two cache
+// lines their comments promise: at most 128 bytes, the allocator's
+// line-aligned class.
 func TestRecordSizes(t *testing.T) {
 	if n := unsafe.Sizeof(keyState{}); n > 128 {
 		t.Errorf("keyState is %d bytes, want at most 128", n)
+	}
+	if n := unsafe.Sizeof(flow{}); n > 128 {
+		t.Errorf("flow is %d bytes, want at most 128", n)
 	}
 }

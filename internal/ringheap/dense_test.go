@@ -6,16 +6,23 @@ import (
 	"testing"
 )
 
-// coarse is an abbreviation of an int key that ties often: keys 0-7 share
-// a prefix, 8-15 the next, and so on, so that the tests exercise the
+// coarse orders elems with an abbreviation that ties often: keys 0-7
+// share a prefix, 8-15 the next, and so on, so that the tests exercise the
 // comparison of full keys behind equal prefixes. (The keys are >= -1000.)
-func coarse(k *int) uint64 { return uint64(*k+1000) / 8 }
+type coarse struct{ elemOrder }
+
+func (coarse) Prefix(k int) uint64 { return uint64(k+1000) / 8 }
+
+// backwards has an abbreviation that orders the keys the wrong way.
+type backwards struct{ elemOrder }
+
+func (backwards) Prefix(k int) uint64 { return uint64(10 - k) }
 
 // TestDenseRandom is TestQueueRandom for Dense (which has no Reinit),
 // with prefixes that tie often.
 func TestDenseRandom(t *testing.T) {
 	for seed := range uint64(30) {
-		q := NewDense(elemKey, lessInt, coarse, elemIndex)
+		var q Dense[int, *elem, coarse]
 		driveMostlyInOrder(t, rand.New(rand.NewPCG(seed, 7)), fmt.Sprintf("seed %d", seed), &q, nil)
 	}
 }
@@ -25,7 +32,7 @@ func TestDenseRandom(t *testing.T) {
 // several levels.
 func TestDenseHeapOnly(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	q := NewDense(elemKey, lessInt, coarse, elemIndex)
+	var q Dense[int, *elem, coarse]
 	var in []*elem
 	for step := range 20000 {
 		at := fmt.Sprintf("step %d", step)
@@ -51,17 +58,7 @@ func TestDenseHeapOnly(t *testing.T) {
 // TestDenseVerifyFails: Verify reports a stale key, a wrong handle and a
 // prefix that disagrees with the keys, so that the checks above can fail.
 func TestDenseVerifyFails(t *testing.T) {
-	build := func(prefix func(*int) uint64) (Dense[int, *elem], []*elem) {
-		q := NewDense(elemKey, lessInt, prefix, elemIndex)
-		var es []*elem
-		for _, v := range []int{5, 3, 9, 1, 7, 2, 8, 0, 6, 4} { // most go to the heap
-			e := &elem{v: v, idx: -1}
-			q.Push(e)
-			es = append(es, e)
-		}
-		return q, es
-	}
-	q, es := build(coarse)
+	q, es := buildDense[coarse]()
 	if err := q.Verify(); err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +66,25 @@ func TestDenseVerifyFails(t *testing.T) {
 	if q.Verify() == nil {
 		t.Error("Verify missed a stale key")
 	}
-	q, es = build(coarse)
+	q, es = buildDense[coarse]()
 	es[3].idx = 7
 	if q.Verify() == nil {
 		t.Error("Verify missed a wrong handle")
 	}
-	q, _ = build(func(k *int) uint64 { return uint64(10 - *k) }) // orders backwards
-	if q.Verify() == nil {
+	qb, _ := buildDense[backwards]()
+	if qb.Verify() == nil {
 		t.Error("Verify missed a prefix that disagrees with the keys")
 	}
+}
+
+// buildDense pushes ten elems, most of which go to the heap.
+func buildDense[O DenseOrder[int, *elem]]() (*Dense[int, *elem, O], []*elem) {
+	var q Dense[int, *elem, O]
+	var es []*elem
+	for _, v := range []int{5, 3, 9, 1, 7, 2, 8, 0, 6, 4} {
+		e := &elem{v: v, idx: -1}
+		q.Push(e)
+		es = append(es, e)
+	}
+	return &q, es
 }

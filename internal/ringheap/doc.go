@@ -4,18 +4,23 @@
 // elements that mostly arrive in order, and [Dense], a Queue laid out for
 // many elements whose records are out of the cache.
 //
-// Both are generic over the element T (a pointer, in practice) and its sort
-// key K. The caller gives three functions when it builds one:
+// All three are generic over the element T (a pointer, in practice), its
+// sort key K and its ordering O, an [Order]: a type of no size whose
+// methods are the ordering, so that a queue carries no functions of its
+// own and its zero value is ready to use (the scheduler keeps a queue in
+// every flow, and a flow's record is two cache lines):
 //
-//   - key(x) computes x's sort key. It is called when x is pushed or fixed
+//   - Key(x) computes x's sort key. It is called when x is pushed or fixed
 //     and the result is kept in x's slot, so ordering compares contiguous
 //     memory and never dereferences an element it does not move.
-//   - less(a, b) orders two keys. It takes pointers so that a large key is
-//     not copied at every comparison.
-//   - index(x) returns where x stores its position. The structure owns that
-//     int while x is in it and sets it to -1 when x leaves; the caller
-//     initialises it to -1. Knowing its position, an element whose key
-//     changed is fixed, and an element anywhere removed, without a search.
+//   - Less(a, b) orders two keys. It takes them by value: the keys are a
+//     few words, passed in registers, and a key being placed need not be
+//     stored anywhere to be compared.
+//   - Index(x) returns where x stores its position (a Dense: its handle).
+//     The structure owns that int while x is in it and sets it to -1 when
+//     x leaves; the caller initialises it to -1. Knowing its position, an
+//     element whose key changed is fixed, and an element anywhere removed,
+//     without a search.
 //
 // As with container/heap, a caller changes an element and then calls Fix;
 // ties must be broken by the key itself (a sequence number), so the order

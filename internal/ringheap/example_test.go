@@ -17,7 +17,13 @@ type task struct {
 
 type taskKey struct{ at, seq int }
 
-func lessTask(a, b *taskKey) bool {
+// byArrival is the ordering of tasks: a type of no size whose methods say
+// what a task's key is, how keys compare and where a task keeps its place.
+type byArrival struct{}
+
+func (byArrival) Key(t *task) taskKey { return taskKey{t.at, t.seq} }
+func (byArrival) Index(t *task) *int  { return &t.idx }
+func (byArrival) Less(a, b taskKey) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}
@@ -27,11 +33,7 @@ func lessTask(a, b *taskKey) bool {
 // A Queue of tasks ordered by arrival: in-order arrivals go to the ring, a
 // late one to the heap beside it, and Fix moves a task whose key changed.
 func ExampleQueue() {
-	q := ringheap.NewQueue(
-		func(t *task) taskKey { return taskKey{t.at, t.seq} },
-		lessTask,
-		func(t *task) *int { return &t.idx },
-	)
+	var q ringheap.Queue[taskKey, *task, byArrival]
 	tasks := []*task{{name: "a", at: 1}, {name: "b", at: 2}, {name: "c", at: 4}, {name: "d", at: 3}}
 	for i, t := range tasks {
 		t.seq, t.idx = i, -1
@@ -53,11 +55,7 @@ func ExampleQueue() {
 // A Heap keeps each element's key in its slot; Remove takes an element out
 // from anywhere by the position stored in it.
 func ExampleHeap() {
-	h := ringheap.NewHeap(
-		func(t *task) taskKey { return taskKey{t.at, t.seq} },
-		lessTask,
-		func(t *task) *int { return &t.idx },
-	)
+	var h ringheap.Heap[taskKey, *task, byArrival]
 	tasks := []*task{{name: "a", at: 3}, {name: "b", at: 1}, {name: "c", at: 2}}
 	for i, t := range tasks {
 		t.seq, t.idx = i, -1
@@ -68,17 +66,18 @@ func ExampleHeap() {
 	// Output: b a 0
 }
 
+// byArrivalAbbreviated abbreviates a task's key to its arrival (>= 0),
+// which orders as the keys do or ties.
+type byArrivalAbbreviated struct{ byArrival }
+
+func (byArrivalAbbreviated) Prefix(k taskKey) uint64 { return uint64(k.at) }
+
 // A Dense orders the same tasks by an abbreviation of their keys, here the
 // arrival alone: tasks that arrived at the same instant tie on it, and only
 // then are their whole keys compared. The task stores its handle, not its
 // position.
 func ExampleDense() {
-	q := ringheap.NewDense(
-		func(t *task) taskKey { return taskKey{t.at, t.seq} },
-		lessTask,
-		func(k *taskKey) uint64 { return uint64(k.at) }, // arrival >= 0: orders as the keys do, or ties
-		func(t *task) *int { return &t.idx },
-	)
+	var q ringheap.Dense[taskKey, *task, byArrivalAbbreviated]
 	tasks := []*task{{name: "a", at: 2}, {name: "b", at: 1}, {name: "c", at: 2}, {name: "d", at: 1}}
 	for i, t := range tasks {
 		t.seq, t.idx = i, -1

@@ -19,9 +19,14 @@ type elem struct {
 	idx int
 }
 
-func elemKey(e *elem) int    { return e.v }
-func elemIndex(e *elem) *int { return &e.idx }
-func lessInt(a, b *int) bool { return *a < *b }
+// elemOrder orders elems by their int.
+type elemOrder struct{}
+
+func (elemOrder) Key(e *elem) int    { return e.v }
+func (elemOrder) Less(a, b int) bool { return a < b }
+func (elemOrder) Index(e *elem) *int { return &e.idx }
+
+type elemHeap = Heap[int, *elem, elemOrder]
 
 func leastOf(in []*elem) *elem { return slices.MinFunc(in, func(a, b *elem) int { return a.v - b.v }) }
 
@@ -71,7 +76,7 @@ func check(t *testing.T, at string, q ordered, in []*elem) {
 func TestHeapRandom(t *testing.T) {
 	for seed := range uint64(30) {
 		rng := rand.New(rand.NewPCG(seed, 3))
-		h := NewHeap(elemKey, lessInt, elemIndex)
+		var h elemHeap
 		var in []*elem
 		for step := range 3000 {
 			at := fmt.Sprintf("seed %d step %d", seed, step)
@@ -109,8 +114,8 @@ func TestHeapRandom(t *testing.T) {
 // TestHeapVerifyFails: Verify reports a stale key, a wrong index and a
 // broken order, so that the checks above can fail.
 func TestHeapVerifyFails(t *testing.T) {
-	build := func() (Heap[int, *elem], []*elem) {
-		h := NewHeap(elemKey, lessInt, elemIndex)
+	build := func() (elemHeap, []*elem) {
+		var h elemHeap
 		var es []*elem
 		for v := range 10 {
 			e := &elem{v: v, idx: -1}

@@ -13,7 +13,7 @@ import (
 // (rarely) a Reinit after many keys changed, against a plain slice.
 func TestQueueRandom(t *testing.T) {
 	for seed := range uint64(30) {
-		q := NewQueue(elemKey, lessInt, elemIndex)
+		var q Queue[int, *elem, elemOrder]
 		driveMostlyInOrder(t, rand.New(rand.NewPCG(seed, 5)), fmt.Sprintf("seed %d", seed), &q, q.Reinit)
 		if q.ring.front != q.ring.back {
 			t.Fatalf("seed %d: drained queue has slots [%d, %d)", seed, q.ring.front, q.ring.back)
@@ -88,7 +88,7 @@ func driveMostlyInOrder(t *testing.T, rng *rand.Rand, name string, q queue, rein
 // and holes in the middle are squeezed out instead of growing the ring
 // without bound.
 func TestQueueInOrderTouchesOnlyRing(t *testing.T) {
-	q := NewQueue(elemKey, lessInt, elemIndex)
+	var q Queue[int, *elem, elemOrder]
 	var live []*elem
 	for i := range 10_000 {
 		e := &elem{v: i, idx: -1}
@@ -113,7 +113,7 @@ func TestQueueInOrderTouchesOnlyRing(t *testing.T) {
 // TestQueueResetKeepsFunctions: a reset queue is empty, keeps a ring of
 // moderate length, and orders what is pushed next as a new one does.
 func TestQueueResetKeepsFunctions(t *testing.T) {
-	q := NewQueue(elemKey, lessInt, elemIndex)
+	var q Queue[int, *elem, elemOrder]
 	for v := range 1000 {
 		q.Push(&elem{v: v, idx: -1})
 	}
