@@ -648,6 +648,7 @@ type turnoverBench struct {
 	running []*job // FIFO: the oldest admission finishes first
 	buf     []*job
 	rng     *rand.Rand
+	touched int // stacks touched (BenchmarkTurnoverStacks)
 }
 
 func newTurnoverBench(b *testing.B, keys int) *turnoverBench {
@@ -704,23 +705,59 @@ func (d *turnoverBench) step(b *testing.B) {
 
 func BenchmarkTurnover(b *testing.B) {
 	for _, keys := range turnoverKeys {
-		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) {
-			d := newTurnoverBench(b, keys)
-			s := d.s
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			b.ReportAllocs()
-			m0 := mallocs()
-			for b.Loop() {
-				d.step(b)
-			}
-			reportMallocs(b, m0, b.N)
-			if s.queued != keys-dispatchCapacity || s.inUse != dispatchCapacity {
-				b.Fatalf("drifted: %d queued, %d running", s.queued, s.inUse)
-			}
-			if err := s.checkInvariantsLocked(); err != nil {
-				b.Fatalf("invariant broken: %v", err)
-			}
-		})
+		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) { runTurnover(b, keys, nil) })
+	}
+}
+
+// BenchmarkTurnoverStacks is BenchmarkTurnover with the harness's
+// goroutines stood in for: after each step, 2 KiB of one of the keys' 8
+// KiB "stacks" (a buffer of keys × 8 KiB, the one touched scattered by a
+// multiplicative hash of the step) is read and written, as waking a parked goroutine touches its stack. The
+// scheduler's data then competes for the cache as it does in the harness,
+// where 10,000 goroutine stacks pass through it; touchStack is outside
+// step, so the cache simulator of turnover-misses.sh counts step's misses
+// alone, with the stacks' effect on them.
+func BenchmarkTurnoverStacks(b *testing.B) {
+	for _, keys := range []int{10, 10_000} {
+		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) { runTurnover(b, keys, make([]byte, keys*stackBytes)) })
+	}
+}
+
+// stackBytes is a parked goroutine's stack in BenchmarkTurnoverStacks, and
+// stackTouched what waking it touches.
+const (
+	stackBytes   = 8 << 10
+	stackTouched = 2 << 10
+)
+
+// touchStack reads and writes stackTouched bytes of one stack in stacks,
+// a cache line at a time.
+func (d *turnoverBench) touchStack(stacks []byte) {
+	d.touched++
+	at := int(uint64(d.touched)*0x9e3779b97f4a7c15>>32%uint64(len(stacks)/stackBytes)) * stackBytes
+	for i := at; i < at+stackTouched; i += 64 {
+		stacks[i]++
+	}
+}
+
+func runTurnover(b *testing.B, keys int, stacks []byte) {
+	d := newTurnoverBench(b, keys)
+	s := d.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b.ReportAllocs()
+	m0 := mallocs()
+	for b.Loop() {
+		d.step(b)
+		if stacks != nil {
+			d.touchStack(stacks)
+		}
+	}
+	reportMallocs(b, m0, b.N)
+	if s.queued != keys-dispatchCapacity || s.inUse != dispatchCapacity {
+		b.Fatalf("drifted: %d queued, %d running", s.queued, s.inUse)
+	}
+	if err := s.checkInvariantsLocked(); err != nil {
+		b.Fatalf("invariant broken: %v", err)
 	}
 }
