@@ -2,6 +2,7 @@ package ringheap
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -126,5 +127,19 @@ func TestQueueResetKeepsFunctions(t *testing.T) {
 	q.Push(b)
 	if err := q.Verify(); err != nil || q.Pop() != b || q.Pop() != a {
 		t.Fatalf("reset queue does not order: %v", err)
+	}
+}
+
+// TestRingPositionsWrap runs the random drivers with ring positions that
+// start three below 2^32, so that they wrap around within a few pushes, as they
+// do after 2^32 pushes to one queue.
+func TestRingPositionsWrap(t *testing.T) {
+	for seed := range uint64(5) {
+		var q Queue[int, *elem, elemOrder]
+		q.ring.front, q.ring.back = math.MaxUint32-3, math.MaxUint32-3
+		driveMostlyInOrder(t, rand.New(rand.NewPCG(seed, 11)), fmt.Sprintf("queue seed %d", seed), &q, q.Reinit)
+		var d Dense[int, *elem, coarse]
+		d.ring.front, d.ring.back = math.MaxUint32-3, math.MaxUint32-3
+		driveMostlyInOrder(t, rand.New(rand.NewPCG(seed, 13)), fmt.Sprintf("dense seed %d", seed), &d, nil)
 	}
 }
