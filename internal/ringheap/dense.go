@@ -33,13 +33,11 @@ import (
 //
 // Invariants: as for a Queue, with slots in place of entries, except that
 // a hole is a zero slot and the order holds between the slots that hold an
-// element (holes keep no key). A handle h is in
-// use iff elems[h] is not the zero T; then *Index(elems[h]) == h,
-// keys[h] == Key(elems[h]), the slot at pos[h] (a heap position >= 0 or
-// ringIndex(p)) holds h and Prefix(keys[h]) (keys[h] and elems[h] being
-// recs[h].k and recs[h].x). Handle 0 is never used (recs is empty or
-// recs[0] is zero), so that a zero slot is a hole; free lists the unused
-// handles.
+// element (holes keep no key). A handle h is in use iff recs[h].x is not
+// the zero T; then *Index(recs[h].x) == h, recs[h].k == Key(recs[h].x),
+// and the slot at pos[h] (a heap position >= 0 or ringIndex(p)) holds h
+// and Prefix(recs[h].k). Handle 0 is never used (recs is empty or recs[0]
+// is zero), so that a zero slot is a hole; free lists the unused handles.
 type Dense[K comparable, T comparable, O DenseOrder[K, T]] struct {
 	ring ring[slot]
 	heap []slot

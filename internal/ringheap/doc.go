@@ -49,14 +49,15 @@
 // slots hold whole keys (40 bytes for the scheduler's flows, three or four
 // cache lines for the four children of a node). With 10,000 flows, the
 // flows and the lower levels of the heap are out of the cache, and each of
-// those is a miss. A Dense keeps positions, keys and elements in arrays of
-// its own, by a handle each element holds while it is in, and its slots
-// hold the handle and an abbreviated key (as a database sorts on
-// abbreviated keys, comparing the whole keys only where the abbreviations
-// tie): four children are one cache line. It costs three arrays of its
-// own, so it is for the few large orderings, not for the many small ones.
+// those is a miss. A Dense keeps the elements with their keys, and their
+// positions, in two arrays of its own, by a handle each element holds
+// while it is in, and its slots hold the handle and an abbreviated key (as
+// a database sorts on abbreviated keys, comparing the whole keys only
+// where the abbreviations tie): four children take 64 bytes. The arrays
+// cost memory, so a Dense is for the few large orderings, not for the many
+// small ones.
 //
-// None of the types takes a lock: they are used under their owner's mutex, and
-// are not safe for concurrent use. Verify checks every invariant written
-// on them; tests call it after each operation.
+// None of the types takes a lock: they are used under their owner's
+// mutex, and are not safe for concurrent use. Verify checks every
+// invariant written on them; tests call it after each operation.
 package ringheap
