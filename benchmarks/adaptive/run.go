@@ -63,6 +63,10 @@ type Result struct {
 	// window, as a fraction of its capacity-seconds (the integral of C),
 	// by what the limiter was doing then (see Loss).
 	Lost Loss
+	// ticks and jobs are what Lost was computed from, for diagnostics
+	// (diagnose_test.go).
+	ticks []lossSample
+	jobs  []served
 }
 
 // Loss splits the goodput a run lost against the true capacity: at each
@@ -199,6 +203,7 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 	}
 	r.MeanLimit = float64(sum) / float64(len(r.Limits)-int(sc.Warmup/Tick))
 	r.Lost = lost(ticks, jobs, int(sc.Warmup/lossTick))
+	r.ticks, r.jobs = ticks, jobs
 	return r, nil
 }
 
@@ -210,15 +215,7 @@ type lossSample struct {
 
 // lost accounts the goodput lost in ticks[from:] (see Loss).
 func lost(ticks []lossSample, jobs []served, from int) Loss {
-	rate := make([]float64, len(ticks)) // base seconds done per second, by tick
-	for _, j := range jobs {
-		speed := float64(j.base) / float64(j.seat)
-		end := j.start + j.seat
-		for i := int(j.start / lossTick); i < len(ticks) && time.Duration(i)*lossTick < end; i++ {
-			lo, hi := max(j.start, time.Duration(i)*lossTick), min(end, time.Duration(i+1)*lossTick)
-			rate[i] += speed * float64(hi-lo) / float64(lossTick)
-		}
-	}
+	rate := rates(ticks, jobs)
 	var out Loss
 	capacity := 0.0
 	for i := from; i < len(ticks); i++ {
@@ -238,6 +235,21 @@ func lost(ticks []lossSample, jobs []served, from int) Loss {
 	out.Below /= capacity
 	out.Other /= capacity
 	return out
+}
+
+// rates is the base seconds of work done per second at each tick by the
+// jobs running then.
+func rates(ticks []lossSample, jobs []served) []float64 {
+	rate := make([]float64, len(ticks))
+	for _, j := range jobs {
+		speed := float64(j.base) / float64(j.seat)
+		end := j.start + j.seat
+		for i := int(j.start / lossTick); i < len(ticks) && time.Duration(i)*lossTick < end; i++ {
+			lo, hi := max(j.start, time.Duration(i)*lossTick), min(end, time.Duration(i+1)*lossTick)
+			rate[i] += speed * float64(hi-lo) / float64(lossTick)
+		}
+	}
+	return rate
 }
 
 // draw picks a job: one of 20 heavy repositories (300 ms) a tenth of the

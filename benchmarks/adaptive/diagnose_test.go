@@ -1,0 +1,132 @@
+package adaptive
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fairseat/fairseat/admission"
+)
+
+var (
+	diagnose       = flag.String("diagnose", "", "entries to diagnose, by name, comma-separated (\"clairvoyant\" too; see TestDiagnose)")
+	diagnoseRounds = flag.Int("diagnose.rounds", 9, "runs of each diagnosed entry in each scenario")
+)
+
+// TestDiagnose says where a limiter loses goodput over time; it runs only
+// with -diagnose, in benchmarks/:
+//
+//	go test ./adaptive -run '^TestDiagnose$' -diagnose='fairseat adaptive,clairvoyant' -v
+//
+// For each scenario (of the report's length) and each entry named, it logs
+// the medians over -diagnose.rounds runs (as the report computes them) with
+// every run's goodput and its total loss, then for the first run: the
+// goodput split into the work done in the window by the jobs running then
+// (what Loss accounts) and the two edges the report's goodput counts as
+// well (a job running when the window opens counts whole, one running when
+// it closes not at all: the noise of a run's goodput), and every second
+// that lost more than 0.005% of the window's capacity-seconds, by kind.
+//
+// The name "clairvoyant" adds fairseat with a fixed capacity set to
+// Tolerance·C, rounded, at the instants the true capacity C changes:
+// where adaptive capacity settles, reached with no delay at all.
+func TestDiagnose(t *testing.T) {
+	if *diagnose == "" {
+		t.Skip("runs only with -diagnose")
+	}
+	names := strings.Split(*diagnose, ",")
+	for _, sc := range []Scenario{Steady(*reportFor), SlowDisk(*reportFor)} {
+		entries := append(Entries(sc.C), clairvoyant(sc))
+		for _, e := range entries {
+			if !slices.Contains(names, e.Name) {
+				continue
+			}
+			var rounds []Result
+			for range *diagnoseRounds {
+				rounds = append(rounds, runEntry(t, sc, e))
+			}
+			var o Outcome
+			o.Add(rounds)
+			m := o.Results[0]
+			var each []string
+			for _, r := range rounds {
+				each = append(each, fmt.Sprintf("%.4f (lost %.3f%%)", r.Goodput, 100*r.Lost.Total()))
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s, %s: medians of %d runs: goodput %.4f, p99 %v, light p99 wait %v, mean limit %.2f, lost while probing %.3f%%, limit below C %.3f%%, otherwise %.3f%%\n  each run: %s\n",
+				sc.Name, e.Name, len(rounds), m.Goodput, m.P99, m.LightP99Wait, m.MeanLimit,
+				100*m.Lost.Probing, 100*m.Lost.Below, 100*m.Lost.Other, strings.Join(each, ", "))
+			timeline(&b, sc, rounds[0])
+			t.Log(b.String())
+		}
+	}
+}
+
+// timeline writes r's goodput split by where it was counted, and the
+// seconds in which r lost most.
+func timeline(b *strings.Builder, sc Scenario, r Result) {
+	rate := rates(r.ticks, r.jobs)
+	from := int(sc.Warmup / lossTick)
+	window := (sc.Duration - sc.Warmup).Seconds()
+	var done, opening, closing, capacity float64 // seat-seconds
+	for i := from; i < len(r.ticks); i++ {
+		done += rate[i] * lossTick.Seconds()
+		capacity += float64(r.ticks[i].c) * lossTick.Seconds()
+	}
+	for _, j := range r.jobs {
+		speed := j.base.Seconds() / j.seat.Seconds()
+		if end := j.start + j.seat; j.start < sc.Warmup && end > sc.Warmup {
+			opening += speed * (sc.Warmup - j.start).Seconds()
+		} else if j.start < sc.Duration && end > sc.Duration {
+			closing += speed * (sc.Duration - j.start).Seconds()
+		}
+	}
+	fmt.Fprintf(b, "  first run: goodput %.4f = %.4f done in the window + %.4f before it by jobs that ended in it - %.4f in it by jobs still running at its end\n",
+		r.Goodput, done/window, opening/window, closing/window)
+	perSecond := int(time.Second / lossTick)
+	for s := from; s < len(r.ticks); s += perSecond {
+		var l Loss
+		lo, hi := math.MaxInt, 0
+		for i := s; i < min(s+perSecond, len(r.ticks)); i++ {
+			t := r.ticks[i]
+			x := (float64(t.c) - rate[i]) * lossTick.Seconds() / capacity
+			switch {
+			case t.probing:
+				l.Probing += x
+			case t.limit < t.c:
+				l.Below += x
+			default:
+				l.Other += x
+			}
+			lo, hi = min(lo, t.limit), max(hi, t.limit)
+		}
+		if math.Abs(l.Probing)+math.Abs(l.Below)+math.Abs(l.Other) > 0.00005 {
+			fmt.Fprintf(b, "  %3ds, C %2d, limit %2d-%2d: lost while probing %+.3f%%, limit below C %+.3f%%, otherwise %+.3f%%\n",
+				s/perSecond, r.ticks[s].c, lo, hi, 100*l.Probing, 100*l.Below, 100*l.Other)
+		}
+	}
+}
+
+// clairvoyant is fairseat with a fixed capacity of Tolerance·C, rounded,
+// set again at the instants sc changes the true capacity C.
+func clairvoyant(sc Scenario) Entry {
+	seats := func(c int) int { return int(math.Round(admission.DefaultAdaptiveTolerance * float64(c))) }
+	return Entry{Name: "clairvoyant", New: func() (Limiter, error) {
+		l, err := newFairseat(admission.Config{Capacity: seats(sc.C)})
+		if err != nil || sc.SlowTo == 0 {
+			return l, err
+		}
+		s := l.(fairseatLimiter).s
+		go func() { // Run starts its clock at the same instant
+			time.Sleep(sc.SlowFrom)
+			_ = s.SetCapacity(seats(sc.C / 2))
+			time.Sleep(sc.SlowTo - sc.SlowFrom)
+			_ = s.SetCapacity(seats(sc.C))
+		}()
+		return l, nil
+	}}
+}
