@@ -193,15 +193,23 @@ type adaptive struct {
 
 	// A probe (probe.go): sinceProbe counts the rounds since the last one
 	// (a used sample adds 1/limit), probeEvery the rounds between two
-	// (minProbeEvery or cfg.ProbeInterval), mark the limit when the last
-	// one started (or since which it fell by a fifth); while probing, saved
-	// is the limit to restore (the one refCeilingLocked reads), probeLeft
-	// the samples of jobs admitted under the probe's limit still to come,
-	// and probeSum the sum of the inflation of the probeN that came
-	// (probeSum >= 0, probeN >= 0).
+	// (minProbeEvery or cfg.ProbeInterval), saved the limit the last one
+	// started from and restores (the one refCeilingLocked reads while it
+	// runs), mark the limit a fall is measured from: saved, or since which
+	// the limit fell by a fifth; but the limit the last probe ran at if a
+	// fall brought it on and it found the references sound (explainFall),
+	// until the limit is back above saved. fell is set from such a fall, if
+	// the probes had gone quiet before it, to the verdict of the probe it
+	// brings on; anchor > 0 is the mean inflation of such a probe, waiting
+	// to become the baseline. While probing, probeLeft is the samples of
+	// jobs admitted under the probe's limit still to come, and probeSum the
+	// sum of the inflation of the probeN that came (probeSum >= 0,
+	// probeN >= 0).
 	sinceProbe float64
 	probeEvery float64
 	mark       float64
+	fell       bool
+	anchor     float64
 	probing    bool
 	saved      float64
 	probeLeft  int
@@ -274,6 +282,7 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	if !j.probed {
 		a.short += 2 / (max(a.limit, 1) + 1) * (x - a.short)
 	}
+	a.followFall()
 	s.stepLocked(used, j, x, now)
 	return uncongested || j.load < e.refLoad && x < 1
 }
@@ -357,7 +366,12 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 	s.setLimitLocked(a.limit+a.cfg.Smoothing/max(a.limit, 1)*(target-a.limit), reason, now)
 	if a.limit < fellBy*a.mark {
 		// The limit fell by a fifth: jobs may have got dearer rather than
-		// the server slower (see probe.go), so probe again soon.
+		// the server slower (see probe.go), so probe again soon. If the
+		// probes had gone quiet, the references were sound before the
+		// fall, and the probe it brings on may explain it (explainFall);
+		// while probes come every few rounds, they are still being taken
+		// again, and a sound verdict vouches only for those it sampled.
+		a.fell = a.fell || a.probeEvery > minProbeEvery
 		a.probeEvery, a.mark = minProbeEvery, a.limit
 	}
 }

@@ -190,6 +190,49 @@ func TestUpdateRef(t *testing.T) {
 	}
 }
 
+// TestAdaptiveExplainedFall: a probe that a fall brought on and that found
+// the references sound lets the limit fall to the probe's limit without
+// another probe; its mean inflation waits until short has come down to
+// Tolerance^1.5 times it, then becomes the baseline; and once the limit is
+// back above where the probe found it, a fall is measured from there.
+func TestAdaptiveExplainedFall(t *testing.T) {
+	cfg, err := AdaptiveConfig{Max: 100}.validate(0)
+	must(t, err)
+	// The probe found the limit at 14, ran at 7, and its jobs took their
+	// references (m = 1) while short was still 2 (the fall goes on).
+	a := &adaptive{cfg: cfg, limit: 7, saved: 14, mark: 14, short: 2, baseline: 1.05}
+	a.explainFall(1)
+	if a.mark != 7 || a.anchor != 1 || a.baseline != 1.05 {
+		t.Fatalf("after the verdict: mark %v (want 7), anchor %v (want 1), baseline %v (want 1.05 until short comes down)", a.mark, a.anchor, a.baseline)
+	}
+	for _, st := range []struct {
+		short, limit   float64
+		baseline, mark float64
+	}{
+		{1.5, 14, 1.05, 7}, // restored: not above where the probe found it
+		{1.2, 10, 1.05, 7}, // falling: 1.2 > 1.1^1.5 ≈ 1.154
+		{1.15, 9, 1, 7},    // short came down: the baseline is the probe's m
+		{1.12, 9, 1, 7},
+		{1.1, 14.5, 1, 14}, // back above 14: the fall is over
+	} {
+		a.short, a.limit = st.short, st.limit
+		a.followFall()
+		if a.baseline != st.baseline || a.mark != st.mark {
+			t.Fatalf("short %v, limit %v: baseline %v, mark %v, want %v and %v", st.short, st.limit, a.baseline, a.mark, st.baseline, st.mark)
+		}
+	}
+	if a.anchor != 0 {
+		t.Errorf("anchor %v after it became the baseline, want 0", a.anchor)
+	}
+	// Short low enough at the verdict: the baseline is re-anchored there
+	// (probeSampleLocked), nothing waits.
+	b := &adaptive{cfg: cfg, limit: 7, saved: 14, mark: 14, short: 1.1, baseline: 1}
+	b.explainFall(1)
+	if b.anchor != 0 || b.mark != 7 {
+		t.Errorf("verdict with short 1.1: anchor %v (want 0), mark %v (want 7)", b.anchor, b.mark)
+	}
+}
+
 // TestAdaptiveReferenceCeiling: a completion takes or moves a reference
 // only at a load of at most limit/Tolerance (the ceiling), or, above it,
 // when it ran at a lower load than the reference's and faster. Each step

@@ -334,27 +334,41 @@
 // references of jobs that all got dearer (a deploy) are too low at every
 // load. So, as Envoy's adaptive concurrency filter re-measures its minimum
 // latency, a probe halves the limit for one round of the jobs it admits (at
-// least eight, so that a verdict at a limit of a few seats rests on more
-// than one or two jobs), whose references are taken at that lower load, and
-// then restores it. The mean inflation m of its jobs is its verdict: m under
+// least eight, so that a verdict at a limit of a few seats rests on more than
+// one or two jobs), whose references are taken at that lower load, and then
+// restores it. The mean inflation m of its jobs is its verdict: m under
 // 1/sqrt(Tolerance) shows references taken under congestion, m over
 // sqrt(Tolerance) references that are stale (the jobs got dearer: they are
-// slow at half the load too), and either way the next probe comes five
-// rounds later; otherwise the references hold, and the next comes
-// ProbeInterval rounds later (1000). The bound is sqrt(Tolerance), not
-// Tolerance, because the limit settles at about Tolerance·r·C, r being the
-// references' own inflation: held within sqrt(Tolerance), the limit stays
-// under Tolerance^1.5·C, about 1.15·C. The verdict also re-anchors the
-// baseline: when short, the inflation at the limit, is at most Tolerance^1.5
-// times m, the inflation at half of it, the load costs nothing and what
-// inflation there is comes from the references, so the baseline becomes m;
-// the limit then stops falling on stale references while probes take them
-// again. A fall of the limit by a fifth since the last probe brings the next
-// one to within five rounds too: the fall is congestion or jobs that got
-// dearer, and only a probe tells them apart (the dearer jobs' references are
-// taken again and the limit comes back). Once the limit is steady, one round
-// in about a thousand runs at half the limit. Snapshot's Adaptive.Probing
-// tells probes apart.
+// slow at half the load too), and either way the next probe comes five rounds
+// later; otherwise the references hold, and the next comes ProbeInterval
+// rounds later (1000). The bound is sqrt(Tolerance), not Tolerance, because
+// the limit settles at about Tolerance·r·C, r being the references' own
+// inflation: held within sqrt(Tolerance), the limit stays under
+// Tolerance^1.5·C, about 1.15·C. The verdict also re-anchors the baseline:
+// when short, the inflation at the limit, is at most Tolerance^1.5 times m,
+// the inflation at half of it, the load costs nothing and what inflation
+// there is comes from the references, so the baseline becomes m; the limit
+// then stops falling on stale references while probes take them again. A fall
+// of the limit by a fifth since the last probe brings the next one to within
+// five rounds too: the fall is congestion or jobs that got dearer, and only a
+// probe tells them apart (the dearer jobs' references are taken again and the
+// limit comes back). When the probe a fall brought on finds the references
+// sound, and they were held sound before (the probes had gone quiet; while
+// they come every five rounds, references are still being taken again, and a
+// verdict vouches only for those it sampled), jobs run at their references at
+// its limit, half the fallen one: the fall is the server's congestion, which
+// the controller follows by itself. So the limit may go on falling to the
+// probe's limit without another probe (only a fall by a fifth below that, to
+// loads no probe checked, brings the next one early), until it is back above
+// where the probe found it: that fall is over, and the next may be jobs that
+// got dearer. And the probe's m becomes the baseline as soon as short has
+// come down to Tolerance^1.5·m: while the limit falls, the ceiling is still
+// above the capacity, and completions under it may have moved the baseline.
+// When the true capacity halved, the limit used to fall through four fifths,
+// be probed, fall on and be probed again, the second probe re-anchoring the
+// baseline at the cost of halving the seats once more while the server was
+// short of them. Once the limit is steady, one round in about a thousand runs
+// at half the limit. Snapshot's Adaptive.Probing tells probes apart.
 //
 // Pressure. With Config.Pressure set, each reading of its source (at most
 // once per Pressure.Interval) of 1 or more multiplies the limit by

@@ -23,15 +23,18 @@ import "math"
 // within minProbeEvery rounds: the ceiling keeps a falling limit from taking
 // congested references, so a fall is the server's congestion or jobs that
 // got dearer, and only a probe tells the second apart (their references are
-// taken again, at the dearer time, and the limit comes back).
+// taken again, at the dearer time, and the limit comes back). When that
+// probe finds the references sound, the fall is congestion, and the limit
+// may go on falling to the probe's own limit without another
+// (explainFall).
 
 // A probe sets the limit to probeDepth of itself: below the true capacity
 // C from any limit under 2·C, so its jobs take their uncongested time;
 // from a limit higher still they run at a load the references were not
 // taken under, faster than them, and the next probe comes soon and starts
 // lower. The first probe comes minProbeEvery rounds after New; a fall of
-// the limit below fellBy of where it was at the last probe brings the next
-// one to within minProbeEvery rounds.
+// the limit below fellBy of adaptive.mark (see above) brings the next one
+// to within minProbeEvery rounds.
 const (
 	probeDepth    = 0.5
 	minProbeEvery = 5
@@ -45,7 +48,7 @@ const (
 // it (at least minProbeSamples).
 func (s *Scheduler) startProbeLocked(now int64) {
 	a := s.adaptive
-	a.sinceProbe, a.probing, a.saved, a.mark = 0, true, a.limit, a.limit
+	a.sinceProbe, a.probing, a.saved, a.mark, a.anchor = 0, true, a.limit, a.limit, 0
 	a.probeSum, a.probeN = 0, 0
 	s.setLimitLocked(a.limit*probeDepth, CapacityProbe, now)
 	a.probeLeft = max(s.cfg.Capacity, minProbeSamples)
@@ -68,7 +71,7 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	}
 	a.probing = false
 	m := a.probeSum / float64(a.probeN)
-	if a.short <= a.cfg.Tolerance*math.Sqrt(a.cfg.Tolerance)*m {
+	if a.anchors(m) {
 		a.baseline = m
 	}
 	switch {
@@ -78,6 +81,53 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 		a.probeEvery = minProbeEvery // stale references (dearer jobs): probe again soon
 	default:
 		a.probeEvery = float64(a.cfg.ProbeInterval)
+		if a.fell {
+			a.explainFall(m)
+		}
 	}
+	a.fell = false
 	s.setLimitLocked(a.saved, CapacityProbe, now)
+}
+
+// anchors reports whether a probe's mean inflation m may become the
+// baseline: short, the inflation at the limit, is at most Tolerance^1.5
+// times m, the inflation at half of it, so the load costs nothing and
+// what inflation there is comes from the references (see the package
+// doc).
+func (a *adaptive) anchors(m float64) bool {
+	return a.short <= a.cfg.Tolerance*math.Sqrt(a.cfg.Tolerance)*m
+}
+
+// explainFall is the verdict of a probe that a fall of the limit brought
+// on (after the probes had gone quiet, see stepLocked) and that found the
+// references sound, m the mean inflation of its jobs, before the limit is
+// restored: jobs run at their references at the probe's limit, so the
+// fall is the server's congestion, which the controller follows by
+// itself. The limit may go on falling to the probe's limit without
+// another probe: mark is that limit until followFall sees the fall over.
+// And if short is still too high for m to become the baseline, m waits in
+// anchor until it is not: the completions of the rest of the fall run
+// under the reference ceiling while the limit is still above the
+// capacity, and may have moved the baseline. (A second probe near the end
+// of the fall used to do both, halving the seats again while the server
+// was short of them.)
+func (a *adaptive) explainFall(m float64) {
+	a.mark = a.limit
+	if !a.anchors(m) {
+		a.anchor = m
+	}
+}
+
+// followFall is called at each sample after short has taken it. Once
+// short is low enough, a waiting anchor becomes the baseline; once the
+// limit is back above where the last probe found it, a fall that probe
+// explained is over, and the next one is measured from there (it may be
+// jobs that got dearer).
+func (a *adaptive) followFall() {
+	if a.anchor > 0 && a.anchors(a.anchor) {
+		a.baseline, a.anchor = a.anchor, 0
+	}
+	if a.mark < a.saved && a.limit > a.saved {
+		a.mark = a.saved
+	}
 }
