@@ -64,12 +64,11 @@ func (s *Scheduler) setWeightLocked(k *keyState, w float64, now int64) {
 	}
 	o := s.obs
 	o.activeW += w - old
-	configured := o.isConfigured(k.name)
-	if !configured && len(o.keyNames) > 0 {
+	if !k.configured && len(o.keyNames) > 0 {
 		o.otherW += w - old
 	}
 	if o.events.handler != nil && len(o.keyNames) > 0 {
-		s.reportAllocationsLocked(k.name, configured, true, true, now)
+		s.reportAllocationsLocked(k.name, k.configured, true, true, now)
 	}
 }
 
@@ -77,8 +76,7 @@ func (s *Scheduler) setWeightLocked(k *keyState, w float64, now int64) {
 // events, when Config.Keys names keys; k just became active or idle.
 func (s *Scheduler) keyChangedStateLocked(k *keyState, now int64) {
 	o, up := s.obs, k.active
-	configured := o.isConfigured(k.name)
-	if !configured {
+	if !k.configured {
 		if up {
 			o.otherN++
 			o.otherW += k.w
@@ -90,8 +88,8 @@ func (s *Scheduler) keyChangedStateLocked(k *keyState, now int64) {
 			}
 		}
 	}
-	if o.events.handler != nil && (configured || (up && o.otherN == 1) || (!up && o.otherN == 0)) {
-		s.allocationsChangedLocked(k.name, configured, up, now)
+	if o.events.handler != nil && (k.configured || (up && o.otherN == 1) || (!up && o.otherN == 0)) {
+		s.allocationsChangedLocked(k.name, k.configured, up, now)
 	}
 }
 

@@ -166,6 +166,9 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if m := k.policy.MaxInFlight; m > 0 && k.running > m && !s.overSeated {
 			return fmt.Errorf("key %q: %d running above MaxInFlight %d", name, k.running, m)
 		}
+		if want := s.obs.isConfigured(name); k.configured != want {
+			return fmt.Errorf("key %q: configured %v, want %v (Config.Keys)", name, k.configured, want)
+		}
 		if want := k.policy.MaxInFlight > 0 && k.running >= k.policy.MaxInFlight; k.capped != want {
 			return fmt.Errorf("key %q: capped %v, want %v", name, k.capped, want)
 		}

@@ -130,7 +130,7 @@ func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now int64) *keyState
 	case k == nil:
 		s.expireKeysLocked(now)
 		p := s.policyFor(name)
-		k = &keyState{name: name, policy: p, w: s.weightFor(name, p), v: s.vsys}
+		k = &keyState{name: name, policy: p, w: s.weightFor(name, p), v: s.vsys, configured: s.obs.isConfigured(name)}
 		k.paused = s.pausedKeys[name] != nil
 		s.keys.add(k)
 		s.boundKeysLocked()

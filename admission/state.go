@@ -250,6 +250,7 @@ type keyState struct {
 	active     bool
 	capped     bool
 	paused     bool
+	configured bool // named in Config.Keys: a fair-share series of its own (fairshare.go)
 }
 
 func (k *keyState) belowMin() bool { return k.running < k.policy.MinSeats }
