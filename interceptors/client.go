@@ -116,15 +116,33 @@ func (c *client) unary(ctx context.Context, method string, req, reply any, cc *g
 	if err := c.decide(ctx, target, method, now); err != nil {
 		return err
 	}
-	var trailer metadata.MD
-	// The full slice expression makes append copy: the caller's array
-	// is never written. (Recycling the trailer and the options through a
-	// sync.Pool saved their two allocations and a fifth of the
-	// interceptor's own instructions, but nothing that measurements of
-	// whole calls could resolve, so it went: see benchmarks/CLIENT.md.)
-	err := invoker(ctx, method, req, reply, cc, append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(&trailer))...)
-	c.record(ctx, target, method, now, err, trailer)
+	trailer, opts := withTrailer(callOpts)
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	c.record(ctx, target, method, now, err, *trailer)
 	return err
+}
+
+// withTrailer returns callOpts with grpc.Trailer added, and the trailer
+// it fills: a failed call's pushback may be there, and gRPC gives a
+// unary call's trailer only to a call option (so every call asks for it).
+// A call without options of its own, the usual case, costs one
+// allocation, which holds both the trailer and the one option. The
+// caller's array is never written (the full slice expression makes
+// append copy). (Recycling them through a sync.Pool saved the
+// allocation but nothing that measurements of whole calls could resolve,
+// and a pool would be unsafe with an interceptor further down the chain
+// that keeps the options past the call: see benchmarks/CLIENT.md.)
+func withTrailer(callOpts []grpc.CallOption) (*metadata.MD, []grpc.CallOption) {
+	if len(callOpts) == 0 {
+		t := new(struct {
+			md  metadata.MD
+			opt [1]grpc.CallOption
+		})
+		t.opt[0] = grpc.Trailer(&t.md)
+		return &t.md, t.opt[:]
+	}
+	md := new(metadata.MD)
+	return md, append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(md))
 }
 
 // StreamClientInterceptor is UnaryClientInterceptor for streams. A stream

@@ -162,6 +162,53 @@ func TestClientHonoursPushback(t *testing.T) {
 	}
 }
 
+// The interceptor asks gRPC for the trailer whether or not the call has
+// options of its own, per call or from the dial options: the pushback
+// is honoured either way, and a caller's own grpc.Trailer is still
+// filled.
+func TestClientPushbackWithCallOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		dialDefault bool // the caller's options are dial defaults, not per call
+	}{
+		{"per call", false},
+		{"dial defaults", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, envConfig{types: cloneTypes})
+				ps := &pushbackServer{code: codes.ResourceExhausted, trailer: "1234", seen: map[string]int{}}
+				e.git.clone = func(ctx context.Context, _ *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
+					return wrapperspb.String("ok"), ps.handle(ctx, cloneMethod)
+				}
+				var mine metadata.MD
+				callOpts := []grpc.CallOption{grpc.WaitForReady(true), grpc.Trailer(&mine)}
+				dopts := []grpc.DialOption{grpc.WithUnaryInterceptor(interceptors.UnaryClientInterceptor(seeded()))}
+				if tc.dialDefault {
+					dopts = append(dopts, grpc.WithDefaultCallOptions(callOpts...))
+					callOpts = nil
+				}
+				cc := e.client("203.0.113.7:5000", nil, dopts...)
+				if err := clone(t.Context(), cc, "r", callOpts...); status.Code(err) != codes.ResourceExhausted || errors.Is(err, interceptors.ErrRefusedLocally) {
+					t.Fatalf("first call: %v, want the server's ResourceExhausted", err)
+				}
+				if got := mine.Get(interceptors.PushbackTrailer); !slices.Equal(got, []string{"1234"}) {
+					t.Errorf("the caller's own trailer has %s %q, want [1234]", interceptors.PushbackTrailer, got)
+				}
+				time.Sleep(1234*time.Millisecond - time.Millisecond)
+				wantRefused(t, clone(t.Context(), cc, "r", callOpts...), codes.ResourceExhausted, time.Millisecond)
+				time.Sleep(time.Millisecond)
+				if err := clone(t.Context(), cc, "r", callOpts...); err != nil {
+					t.Fatalf("after the pushback: %v", err)
+				}
+				if n := ps.count(cloneMethod); n != 2 {
+					t.Fatalf("the server saw %d calls, want 2", n)
+				}
+			})
+		})
+	}
+}
+
 // A pushback that is not a positive number of milliseconds is ignored.
 func TestClientIgnoresBadPushback(t *testing.T) {
 	for _, trailer := range []string{"-5", "0", "soon", "1.5", "99999999999999999999999", "99999999999999999999999x", "-99999999999999999999999"} {
