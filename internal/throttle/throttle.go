@@ -175,9 +175,11 @@ func (t *Throttle) Decide(backend, call string, now time.Time, draw func() float
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.backendLocked(backend, now)
-	if p, ok := b.pushbacks.active(call, now); ok {
-		t.stats.PushedBack++
-		return Decision{Reason: PushedBack, RetryAfter: p.until.Sub(now), Code: p.code}
+	if len(b.pushbacks) > 0 { // the usual case skips the lookup
+		if p, ok := b.pushbacks.active(call, now); ok {
+			t.stats.PushedBack++
+			return Decision{Reason: PushedBack, RetryAfter: p.until.Sub(now), Code: p.code}
+		}
 	}
 	b.win.advance(now, t.width)
 	d := Decision{P: b.win.refusal(t.k), Requests: b.win.total.requests, Accepts: b.win.total.accepts}
@@ -255,8 +257,13 @@ func (t *Throttle) Footprint() Footprint {
 // if it is not remembered.
 func (t *Throttle) backendLocked(backend string, now time.Time) *backendRec {
 	if t.frontRec != nil && backend == t.front {
-		return t.frontRec
+		return t.frontRec // small enough to be inlined: the usual case costs no call
 	}
+	return t.lookupLocked(backend, now)
+}
+
+// lookupLocked is backendLocked for a backend other than the front one.
+func (t *Throttle) lookupLocked(backend string, now time.Time) *backendRec {
 	b, ok := t.backends.Get(backend)
 	if !ok {
 		b = &backendRec{win: window{base: now, curEnd: now.Add(t.width)}}
