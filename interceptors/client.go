@@ -113,8 +113,8 @@ func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 func (c *client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
 	ctx = withOutgoingLevel(ctx)
 	target, now := targetOf(cc), time.Now()
-	if err := c.decide(ctx, target, method, now); err != nil {
-		return err
+	if d := c.th.Decide(target, method, now, c.rand); d.Reason != throttle.Allowed {
+		return c.refused(ctx, target, method, d)
 	}
 	trailer, opts := withTrailer(callOpts)
 	err := invoker(ctx, method, req, reply, cc, opts...)
@@ -159,8 +159,8 @@ func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor 
 func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
 	ctx = withOutgoingLevel(ctx)
 	target, now := targetOf(cc), time.Now()
-	if err := c.decide(ctx, target, method, now); err != nil {
-		return nil, err
+	if d := c.th.Decide(target, method, now, c.rand); d.Reason != throttle.Allowed {
+		return nil, c.refused(ctx, target, method, d)
 	}
 	cs, err := streamer(ctx, desc, cc, method, callOpts...)
 	if err != nil {
@@ -182,14 +182,10 @@ func targetOf(cc *grpc.ClientConn) string {
 	return cc.Target()
 }
 
-// decide asks the throttle about a call of method to target at now, and
-// returns the local refusal, or nil if the call may go.
-func (c *client) decide(ctx context.Context, target, method string, now time.Time) error {
-	d := c.th.Decide(target, method, now, c.rand)
+// refused records d, the throttle's refusal of a call of method to
+// target, and returns the call's error.
+func (c *client) refused(ctx context.Context, target, method string, d throttle.Decision) error {
 	c.tm.Decided(ctx, target, method, d)
-	if d.Reason == throttle.Allowed {
-		return nil
-	}
 	code := codes.Code(d.Code)
 	if code == codes.OK {
 		code = codes.Unavailable
@@ -208,14 +204,22 @@ func (c *client) decide(ctx context.Context, target, method string, now time.Tim
 // record records how a call of method to target, sent at start, ended:
 // err is its error, trailer its trailer (nil if not known).
 func (c *client) record(ctx context.Context, target, method string, start time.Time, err error, trailer metadata.MD) {
-	o := throttle.Outcome{Accepted: true}
-	now := start
-	if err != nil {
-		now = time.Now() // a pushback counts from the response
-		st, _ := status.FromError(err)
-		o.Code = int(st.Code())
-		o.Accepted = st.Code() != codes.ResourceExhausted && st.Code() != codes.Unavailable
-		o.Pushback = retryDelay(st, trailer)
+	if err == nil { // the usual case: no status to read, no second clock read
+		c.th.Record(target, method, start, throttle.Outcome{Accepted: true})
+		c.tm.Recorded(ctx, target, method, throttle.Outcome{Accepted: true})
+		return
+	}
+	c.recordFailure(ctx, target, method, err, trailer)
+}
+
+// recordFailure is record for a call that failed with err.
+func (c *client) recordFailure(ctx context.Context, target, method string, err error, trailer metadata.MD) {
+	now := time.Now() // a pushback counts from the response
+	st, _ := status.FromError(err)
+	o := throttle.Outcome{
+		Code:     int(st.Code()),
+		Accepted: st.Code() != codes.ResourceExhausted && st.Code() != codes.Unavailable,
+		Pushback: retryDelay(st, trailer),
 	}
 	c.th.Record(target, method, now, o)
 	c.tm.Recorded(ctx, target, method, o)
