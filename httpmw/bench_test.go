@@ -72,3 +72,34 @@ func benchHandlers(b *testing.B) (*admission.Scheduler, http.Handler, http.Handl
 	tagged.Handle("POST /repos/{repo}/clone", Tag("clone", PathValue("repo"), ok))
 	return s, bare, Middleware(s)(tagged)
 }
+
+// BenchmarkTransport measures Transport alone: a GET through it to a
+// RoundTripper that answers 204 at once (transport=fairseat), against
+// that RoundTripper called directly (transport=bare). Every request is
+// accepted: the plain case the transport must not slow.
+func BenchmarkTransport(b *testing.B) {
+	next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Request: r}, nil
+	})
+	for _, bc := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{{"transport=bare", next}, {"transport=fairseat", Transport(next)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := httptest.NewRequest("GET", "http://git.example/repos/linux", nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := bc.rt.RoundTrip(r)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+		})
+	}
+}
+
+// roundTripFunc is a RoundTripper from a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
