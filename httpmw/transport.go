@@ -126,7 +126,7 @@ func Transport(next http.RoundTripper, opts ...TransportOption) http.RoundTrippe
 	if err != nil {
 		panic("httpmw: Transport options: " + err.Error())
 	}
-	t := &transport{next: next, th: th, tm: throttle.NewTelemetry(c.meter, ScopeName), callType: c.callType, rand: c.rand}
+	t := &transport{next: next, th: th, tm: throttle.NewTelemetry(c.meter, ScopeName), clock: throttle.NewClock(), callType: c.callType, rand: c.rand}
 	if t.next == nil {
 		t.next = http.DefaultTransport
 	}
@@ -144,6 +144,7 @@ type transport struct {
 	next     http.RoundTripper
 	th       *throttle.Throttle
 	tm       *throttle.Telemetry
+	clock    throttle.Clock
 	callType func(*http.Request) string
 	rand     func() float64
 }
@@ -161,7 +162,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx := r.Context()
 	// Keys are bounded: a redirect may name any host and path.
 	host, call := clientkey.Bound(r.URL.Host, 0), clientkey.Bound(t.callType(r), 0)
-	now := time.Now()
+	now := t.clock.Now()
 	d := t.th.Decide(host, call, now, t.rand)
 	t.tm.Decided(ctx, host, call, d)
 	if d.Reason != throttle.Allowed {
@@ -180,7 +181,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	case err != nil && ctx.Err() == nil:
 		o = throttle.Outcome{Code: http.StatusServiceUnavailable}
 	case err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable):
-		now = time.Now() // a Retry-After counts from the response
+		now = time.Now() // a Retry-After counts from the response; an HTTP date needs the wall clock
 		o = throttle.Outcome{Code: resp.StatusCode, Pushback: retryAfter(resp.Header.Get("Retry-After"), now)}
 	}
 	t.th.Record(host, call, now, o)

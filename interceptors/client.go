@@ -70,9 +70,10 @@ func (e *refusedError) Is(target error) bool       { return target == ErrRefused
 // client is what both client interceptors share. It is built once and only
 // read afterwards; the throttle is safe for concurrent use.
 type client struct {
-	th   *throttle.Throttle
-	tm   *throttle.Telemetry
-	rand func() float64
+	th    *throttle.Throttle
+	tm    *throttle.Telemetry
+	clock throttle.Clock
+	rand  func() float64
 }
 
 func newClient(opts []ClientOption) *client {
@@ -86,7 +87,7 @@ func newClient(opts []ClientOption) *client {
 	if err != nil {
 		panic("interceptors: client options: " + err.Error())
 	}
-	c := &client{th: th, tm: throttle.NewTelemetry(o.meter, ScopeName), rand: o.rand}
+	c := &client{th: th, tm: throttle.NewTelemetry(o.meter, ScopeName), clock: throttle.NewClock(), rand: o.rand}
 	if c.rand == nil {
 		c.rand = rand.Float64
 	}
@@ -112,7 +113,7 @@ func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 
 func (c *client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
 	ctx = withOutgoingLevel(ctx)
-	target, now := targetOf(cc), time.Now()
+	target, now := targetOf(cc), c.clock.Now()
 	if d := c.th.Decide(target, method, now, c.rand); d.Reason != throttle.Allowed {
 		return c.refused(ctx, target, method, d)
 	}
@@ -158,7 +159,7 @@ func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor 
 
 func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
 	ctx = withOutgoingLevel(ctx)
-	target, now := targetOf(cc), time.Now()
+	target, now := targetOf(cc), c.clock.Now()
 	if d := c.th.Decide(target, method, now, c.rand); d.Reason != throttle.Allowed {
 		return nil, c.refused(ctx, target, method, d)
 	}
@@ -214,7 +215,7 @@ func (c *client) record(ctx context.Context, target, method string, start time.T
 
 // recordFailure is record for a call that failed with err.
 func (c *client) recordFailure(ctx context.Context, target, method string, err error, trailer metadata.MD) {
-	now := time.Now() // a pushback counts from the response
+	now := c.clock.Now() // a pushback counts from the response
 	st, _ := status.FromError(err)
 	o := throttle.Outcome{
 		Code:     int(st.Code()),

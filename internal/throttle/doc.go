@@ -56,6 +56,6 @@
 // source are arguments, so that the adapters read the clock once per call
 // and tests are deterministic. A now before an earlier one (a clock that went
 // back) counts in the newest bucket, and lengthens the time left of a
-// pushback by as much, past MaxPushback; the adapters pass time.Now, whose
-// monotonic reading never goes back.
+// pushback by as much, past MaxPushback; the adapters pass a [Clock]'s
+// times, monotonic readings, which never go back.
 package throttle
