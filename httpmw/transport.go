@@ -181,8 +181,8 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	case err != nil && ctx.Err() == nil:
 		o = throttle.Outcome{Code: http.StatusServiceUnavailable}
 	case err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable):
-		now = time.Now() // a Retry-After counts from the response; an HTTP date needs the wall clock
-		o = throttle.Outcome{Code: resp.StatusCode, Pushback: retryAfter(resp.Header.Get("Retry-After"), now)}
+		now = t.clock.Now() // a Retry-After counts from the response
+		o = throttle.Outcome{Code: resp.StatusCode, Pushback: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	}
 	t.th.Record(host, call, now, o)
 	t.tm.Recorded(ctx, host, call, o)

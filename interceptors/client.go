@@ -204,7 +204,7 @@ func (c *client) refused(ctx context.Context, target, method string, d throttle.
 
 // record records how a call of method to target, sent at start, ended:
 // err is its error, trailer its trailer (nil if not known).
-func (c *client) record(ctx context.Context, target, method string, start time.Time, err error, trailer metadata.MD) {
+func (c *client) record(ctx context.Context, target, method string, start time.Duration, err error, trailer metadata.MD) {
 	if err == nil { // the usual case: no status to read, no second clock read
 		c.th.Record(target, method, start, throttle.Outcome{Accepted: true})
 		c.tm.Recorded(ctx, target, method, throttle.Outcome{Accepted: true})
@@ -247,9 +247,9 @@ type outcomeStream struct {
 	ctx    context.Context
 	target string
 	method string
-	start  time.Time
-	stop   func() bool // stops the context.AfterFunc
-	once   sync.Once   // RecvMsg and the AfterFunc may race
+	start  time.Duration // c.clock's
+	stop   func() bool   // stops the context.AfterFunc
+	once   sync.Once     // RecvMsg and the AfterFunc may race
 }
 
 func (s *outcomeStream) RecvMsg(m any) error {

@@ -132,7 +132,7 @@ func TestHostilePushback(t *testing.T) {
 			if calls != 1 || !errors.Is(err, ErrRefusedLocally) || st.Code() != codes.Aborted || left != roundMillis(tc.want) {
 				t.Errorf("%s: the second call %v (RetryInfo %v), %d calls sent; want it refused locally with %v", tc.name, err, left, calls, roundMillis(tc.want))
 			}
-			if d := c.th.Decide("", "/s/M", time.Now(), func() float64 { return 0.99 }); d.RetryAfter != tc.want {
+			if d := c.th.Decide("", "/s/M", c.clock.Now(), func() float64 { return 0.99 }); d.RetryAfter != tc.want {
 				t.Errorf("%s: the throttle holds the method back for %v, want %v", tc.name, d.RetryAfter, tc.want)
 			}
 		})

@@ -54,8 +54,11 @@
 // reports it). One mutex guards all
 // state; decisions run no goroutine and arm no timer. Time and the random
 // source are arguments, so that the adapters read the clock once per call
-// and tests are deterministic. A now before an earlier one (a clock that went
-// back) counts in the newest bucket, and lengthens the time left of a
-// pushback by as much, past MaxPushback; the adapters pass a [Clock]'s
-// times, monotonic readings, which never go back.
+// and tests are deterministic. An instant is a time.Duration, a reading of
+// a [Clock] (the monotonic time since the Clock was made; tests count
+// from an origin of their own), not a time.Time: one clock reading
+// instead of two, and integer comparisons. A now before an earlier one (a
+// clock that went back) counts in the newest bucket, and lengthens the
+// time left of a pushback by as much, past MaxPushback; a Clock's
+// readings never go back.
 package throttle

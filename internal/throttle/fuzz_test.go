@@ -35,18 +35,16 @@ func FuzzThrottle(f *testing.F) {
 			op, b, c, arg := ops[i], names[int(ops[i+1])%len(names)], fmt.Sprint("call", ops[i+2]%80), ops[i+3]
 			switch {
 			case arg < 200:
-				now = now.Add(time.Duration(arg) * 10 * time.Millisecond)
+				now += time.Duration(arg) * 10 * time.Millisecond
 			case arg < 220:
-				now = now.Add(-time.Duration(arg-200) * time.Second) // a clock that goes back
+				now -= time.Duration(arg-200) * time.Second // a clock that goes back
 			default:
-				now = now.Add(time.Duration(arg-220) * time.Minute)
+				now += time.Duration(arg-220) * time.Minute
 			}
-			if now.After(latest) {
-				latest = now
-			}
+			latest = max(latest, now)
 			// A pushback ends at most MaxPushback after the latest time
 			// seen: the time left grows by as much as the clock went back.
-			maxLeft := maxPushback + latest.Sub(now)
+			maxLeft := maxPushback + latest - now
 			if op%2 == 0 {
 				d := th.Decide(b, c, now, func() float64 { return float64(arg) / 256 })
 				checkDecision(t, d, maxLeft)

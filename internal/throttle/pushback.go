@@ -28,9 +28,9 @@ func boundKey(name string) string {
 }
 
 // pushback is a backend's request not to call it again, for one kind of
-// call, before until.
+// call, before until (a Clock reading).
 type pushback struct {
-	until time.Time
+	until time.Duration
 	code  int // of the response that asked
 }
 
@@ -40,12 +40,12 @@ type pushbacks map[string]pushback
 
 // active returns the pushback of call in force at now. (Decide calls it
 // only when ps has entries: the usual case costs no call and no hashing.)
-func (ps pushbacks) active(call string, now time.Time) (pushback, bool) {
+func (ps pushbacks) active(call string, now time.Duration) (pushback, bool) {
 	p, ok := ps[call]
 	if !ok {
 		return pushback{}, false
 	}
-	if !now.Before(p.until) {
+	if now >= p.until {
 		delete(ps, call)
 		return pushback{}, false
 	}
@@ -55,23 +55,22 @@ func (ps pushbacks) active(call string, now time.Time) (pushback, bool) {
 // set records p for call, keeping the later end if one is in force, and
 // makes room if the table is full: expired entries go first, then the
 // entry that ends first.
-func (ps pushbacks) set(call string, p pushback, now time.Time) {
+func (ps pushbacks) set(call string, p pushback, now time.Duration) {
 	if old, ok := ps[call]; ok {
-		if old.until.After(p.until) {
-			p.until = old.until
-		}
+		p.until = max(p.until, old.until)
 		ps[call] = p
 		return
 	}
 	if len(ps) >= maxPushbacks {
 		var first string
-		var firstEnd time.Time
+		var firstEnd time.Duration
+		found := false
 		for c, q := range ps {
 			switch {
-			case !now.Before(q.until):
+			case now >= q.until:
 				delete(ps, c)
-			case firstEnd.IsZero() || q.until.Before(firstEnd):
-				first, firstEnd = c, q.until
+			case !found || q.until < firstEnd:
+				first, firstEnd, found = c, q.until, true
 			}
 		}
 		if len(ps) >= maxPushbacks {

@@ -170,7 +170,7 @@ func New(cfg Config) (*Throttle, error) {
 // refused by the backend (a burst of calls to a backend just met would
 // otherwise throttle itself). A request refused under pushback is not
 // counted.
-func (t *Throttle) Decide(backend, call string, now time.Time, draw func() float64) Decision {
+func (t *Throttle) Decide(backend, call string, now time.Duration, draw func() float64) Decision {
 	backend, call = boundKey(backend), boundKey(call) // outside the lock: a long name is hashed
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -178,7 +178,7 @@ func (t *Throttle) Decide(backend, call string, now time.Time, draw func() float
 	if len(b.pushbacks) > 0 { // the usual case skips the lookup
 		if p, ok := b.pushbacks.active(call, now); ok {
 			t.stats.PushedBack++
-			return Decision{Reason: PushedBack, RetryAfter: p.until.Sub(now), Code: p.code}
+			return Decision{Reason: PushedBack, RetryAfter: p.until - now, Code: p.code}
 		}
 	}
 	b.win.advance(now, t.width)
@@ -195,7 +195,7 @@ func (t *Throttle) Decide(backend, call string, now time.Time, draw func() float
 // Record records the outcome of a request of kind call that Decide let go
 // to backend, at now: it counts as a request, and as an accept if o says
 // so.
-func (t *Throttle) Record(backend, call string, now time.Time, o Outcome) {
+func (t *Throttle) Record(backend, call string, now time.Duration, o Outcome) {
 	backend, call = boundKey(backend), boundKey(call)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -213,7 +213,7 @@ func (t *Throttle) Record(backend, call string, now time.Time, o Outcome) {
 		if b.pushbacks == nil {
 			b.pushbacks = pushbacks{}
 		}
-		b.pushbacks.set(call, pushback{until: now.Add(min(o.Pushback, t.maxPushback)), code: o.Code}, now)
+		b.pushbacks.set(call, pushback{until: addSat(now, min(o.Pushback, t.maxPushback)), code: o.Code}, now)
 		t.stats.Pushbacks++
 	}
 }
@@ -255,7 +255,7 @@ func (t *Throttle) Footprint() Footprint {
 
 // backendLocked returns backend's state, new (its window starting at now)
 // if it is not remembered.
-func (t *Throttle) backendLocked(backend string, now time.Time) *backendRec {
+func (t *Throttle) backendLocked(backend string, now time.Duration) *backendRec {
 	if t.frontRec != nil && backend == t.front {
 		return t.frontRec // small enough to be inlined: the usual case costs no call
 	}
@@ -263,12 +263,21 @@ func (t *Throttle) backendLocked(backend string, now time.Time) *backendRec {
 }
 
 // lookupLocked is backendLocked for a backend other than the front one.
-func (t *Throttle) lookupLocked(backend string, now time.Time) *backendRec {
+func (t *Throttle) lookupLocked(backend string, now time.Duration) *backendRec {
 	b, ok := t.backends.Get(backend)
 	if !ok {
-		b = &backendRec{win: window{base: now, curEnd: now.Add(t.width)}}
+		b = &backendRec{win: window{base: now, curEnd: now + t.width}}
 		t.backends.Add(backend, b)
 	}
 	t.front, t.frontRec = backend, b
 	return b
+}
+
+// addSat returns now+d (d > 0), or the latest instant if that overflows
+// (a MaxPushback close to the longest Duration).
+func addSat(now, d time.Duration) time.Duration {
+	if now > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return now + d
 }

@@ -15,8 +15,9 @@ import (
 	"github.com/fairseat/fairseat/internal/capacitytest"
 )
 
-// t0 is the tests' origin of time; steps give instants relative to it.
-var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// t0 is the tests' origin of time, a Clock reading far from 0; steps
+// give instants relative to it.
+const t0 = 1000 * time.Hour
 
 // constant is a random source that always draws x.
 func constant(x float64) func() float64 { return func() float64 { return x } }
@@ -95,7 +96,7 @@ var (
 func runSteps(t *testing.T, th *Throttle, steps []step) {
 	t.Helper()
 	for i, s := range steps {
-		now := t0.Add(s.at)
+		now := t0 + s.at
 		got := th.Decide("b", s.call, now, constant(s.draw))
 		if diff := cmp.Diff(s.want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-12 })); diff != "" {
 			t.Fatalf("step %d at %v (%s): decision (-want +got):\n%s\n%s", i, s.at, s.call, diff, describe(th, "b"))
@@ -164,6 +165,16 @@ func TestPushback(t *testing.T) {
 	}
 }
 
+// A MaxPushback so long that the end of a pushback would overflow a
+// Duration ends at the latest instant instead: the call stays held back.
+func TestPushbackEndSaturates(t *testing.T) {
+	th := newThrottle(t, Config{MaxPushback: math.MaxInt64})
+	th.Record("b", "m", t0, Outcome{Code: 14, Pushback: math.MaxInt64})
+	runSteps(t, th, []step{
+		{at: time.Hour, call: "m", want: Decision{Reason: PushedBack, RetryAfter: math.MaxInt64 - t0 - time.Hour, Code: 14}},
+	})
+}
+
 // A backend remembers at most maxPushbacks kinds of call under pushback:
 // expired ones make room first, then the one that ends first.
 func TestPushbackTableBounded(t *testing.T) {
@@ -186,7 +197,7 @@ func TestPushbackTableBounded(t *testing.T) {
 		}
 	}
 	// At 3 s call0 (2 s) has expired: it makes room, call1 (3 s) too.
-	th.Record("b", "later", t0.Add(3*time.Second), Outcome{Code: 14, Pushback: time.Minute})
+	th.Record("b", "later", t0+3*time.Second, Outcome{Code: 14, Pushback: time.Minute})
 	th.mu.Lock()
 	n := len(th.backends.Keys())
 	b, _ := th.backends.Peek("b")
@@ -200,7 +211,7 @@ func TestPushbackTableBounded(t *testing.T) {
 }
 
 // fail records a request to backend at now that the backend refused.
-func fail(th *Throttle, backend string, now time.Time) {
+func fail(th *Throttle, backend string, now time.Duration) {
 	th.Record(backend, "", now, Outcome{Code: 14})
 }
 
@@ -254,13 +265,13 @@ func TestBackendsBounded(t *testing.T) {
 // A clock that goes back counts in the newest bucket.
 func TestClockGoesBack(t *testing.T) {
 	th := newThrottle(t, Config{Window: time.Minute})
-	fail(th, "b", t0.Add(10*time.Second))
+	fail(th, "b", t0+10*time.Second)
 	fail(th, "b", t0)
-	if d := th.Decide("b", "", t0.Add(69*time.Second), constant(0.99)); d.Requests != 2 {
+	if d := th.Decide("b", "", t0+69*time.Second, constant(0.99)); d.Requests != 2 {
 		t.Errorf("at 69 s: %+v, want both requests in the bucket of 10 s\n%s", d, describe(th, "b"))
 	}
-	fail(th, "b", t0.Add(69*time.Second))
-	if d := th.Decide("b", "", t0.Add(70*time.Second), constant(0.99)); d.Requests != 1 {
+	fail(th, "b", t0+69*time.Second)
+	if d := th.Decide("b", "", t0+70*time.Second, constant(0.99)); d.Requests != 1 {
 		t.Errorf("at 70 s: %+v, want only the request of 69 s\n%s", d, describe(th, "b"))
 	}
 }
@@ -279,12 +290,12 @@ func TestConvergesToKTimesAccepts(t *testing.T) {
 			// how many were sent and accepted.
 			run := func(from, to time.Duration) (sent, accepted int) {
 				for at := from; at < to; at += 10 * time.Millisecond {
-					now := t0.Add(at)
+					now := t0 + at
 					if d := th.Decide("b", "", now, rng.Float64); d.Reason != Allowed {
 						continue
 					}
 					sent++
-					if backend.Admit(now) {
+					if backend.Admit(time.Unix(0, int64(now))) {
 						accepted++
 						th.Record("b", "", now, Outcome{Accepted: true})
 					} else {
@@ -326,7 +337,7 @@ func TestConcurrentUse(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(g), 0))
 			for i := range 1000 {
 				backend := fmt.Sprint("b", (g+i)%6)
-				now := t0.Add(time.Duration(i) * time.Millisecond)
+				now := t0 + time.Duration(i)*time.Millisecond
 				d := th.Decide(backend, "m", now, rng.Float64)
 				if d.Reason == Allowed {
 					th.Record(backend, "m", now, Outcome{Accepted: i%3 == 0, Code: 14, Pushback: time.Duration(i%50) * time.Microsecond})

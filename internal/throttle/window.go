@@ -11,13 +11,13 @@ type count struct {
 }
 
 // window counts requests and accepts over the last `buckets` buckets of
-// width ns. It takes no locks.
+// width ns. Instants are Clock readings. It takes no locks.
 type window struct {
-	base time.Time // instant of bucket index 0: the backend's first use
-	cur  int64     // index of the newest bucket; ring[cur % buckets] is it
+	base time.Duration // instant of bucket index 0: the backend's first use
+	cur  int64         // index of the newest bucket; ring[cur % buckets] is it
 	// curEnd is where bucket cur ends, base + (cur+1)·width: an instant
 	// before it is in the newest bucket, found without a division.
-	curEnd time.Time
+	curEnd time.Duration
 	ring   [buckets]count
 	// total is the sum of ring: the counts of the buckets cur-buckets+1
 	// through cur (older ones were cleared when cur passed them).
@@ -27,12 +27,17 @@ type window struct {
 // advance makes the bucket of now the newest, clearing the buckets skipped
 // since the last call. A now before the newest bucket (a clock that went
 // back) counts in the newest bucket.
-func (w *window) advance(now time.Time, width time.Duration) {
-	if now.Before(w.curEnd) {
+func (w *window) advance(now, width time.Duration) {
+	if now < w.curEnd {
 		return // the usual case: still the newest bucket (or a clock that went back)
 	}
-	idx := int64(now.Sub(w.base) / width)
-	w.curEnd = w.base.Add(time.Duration(idx+1) * width)
+	w.moveTo(now, width)
+}
+
+// moveTo is advance to a later bucket (apart, so that advance is inlined).
+func (w *window) moveTo(now, width time.Duration) {
+	idx := int64((now - w.base) / width)
+	w.curEnd = w.base + time.Duration(idx+1)*width
 	if idx-w.cur >= buckets {
 		w.ring = [buckets]count{}
 		w.total = count{}
