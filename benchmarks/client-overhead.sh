@@ -27,7 +27,7 @@
 #
 # Usage, from the repository root:
 #   bash benchmarks/client-overhead.sh [ROUNDS] [OUT-DIR]
-# About 12 minutes with ROUNDS=8 (8 of them callgrind). Needs benchstat
+# About 6 minutes with ROUNDS=8, most of it callgrind. Needs benchstat
 # (go install golang.org/x/perf/cmd/benchstat@latest).
 set -euo pipefail
 
