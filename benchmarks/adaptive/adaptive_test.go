@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 func TestRunEveryLimiter(t *testing.T) {
 	sc := Steady(12 * time.Second)
 	sc.Warmup = 4 * time.Second
-	for _, e := range Entries(sc.C) {
+	for _, e := range Entries(sc) {
 		t.Run(e.Name, func(t *testing.T) {
 			r := runEntry(t, sc, e)
 			t.Logf("%+v", Result{Name: r.Name, Goodput: r.Goodput, Done: r.Done, P50: r.P50, P99: r.P99,

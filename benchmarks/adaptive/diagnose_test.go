@@ -9,18 +9,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fairseat/fairseat/admission"
 )
 
 var (
-	diagnose       = flag.String("diagnose", "", "entries to diagnose, by name, comma-separated (\"clairvoyant\" too; see TestDiagnose)")
+	diagnose       = flag.String("diagnose", "", "entries to diagnose, by name, comma-separated (see TestDiagnose)")
 	diagnoseRounds = flag.Int("diagnose.rounds", 9, "runs of each diagnosed entry in each scenario")
 )
 
 // TestDiagnose says where a limiter loses goodput over time; it runs only
 // with -diagnose, in benchmarks/:
 //
-//	go test ./adaptive -run '^TestDiagnose$' -diagnose='fairseat adaptive,clairvoyant' -v
+//	go test ./adaptive -run '^TestDiagnose$' -diagnose='fairseat adaptive,oracle' -v
 //
 // For each scenario (of the report's length) and each entry named, it logs
 // the medians over -diagnose.rounds runs (as the report computes them) with
@@ -30,18 +29,13 @@ var (
 // well (a job running when the window opens counts whole, one running when
 // it closes not at all: the noise of a run's goodput), and every second
 // that lost more than 0.005% of the window's capacity-seconds, by kind.
-//
-// The name "clairvoyant" adds fairseat with a fixed capacity set to
-// Tolerance·C, rounded, at the instants the true capacity C changes:
-// where adaptive capacity settles, reached with no delay at all.
 func TestDiagnose(t *testing.T) {
 	if *diagnose == "" {
 		t.Skip("runs only with -diagnose")
 	}
 	names := strings.Split(*diagnose, ",")
 	for _, sc := range []Scenario{Steady(*reportFor), SlowDisk(*reportFor)} {
-		entries := append(Entries(sc.C), clairvoyant(sc))
-		for _, e := range entries {
+		for _, e := range Entries(sc) {
 			if !slices.Contains(names, e.Name) {
 				continue
 			}
@@ -109,24 +103,4 @@ func timeline(b *strings.Builder, sc Scenario, r Result) {
 				s/perSecond, r.ticks[s].c, lo, hi, 100*l.Probing, 100*l.Below, 100*l.Other)
 		}
 	}
-}
-
-// clairvoyant is fairseat with a fixed capacity of Tolerance·C, rounded,
-// set again at the instants sc changes the true capacity C.
-func clairvoyant(sc Scenario) Entry {
-	seats := func(c int) int { return int(math.Round(admission.DefaultAdaptiveTolerance * float64(c))) }
-	return Entry{Name: "clairvoyant", New: func() (Limiter, error) {
-		l, err := newFairseat(admission.Config{Capacity: seats(sc.C)})
-		if err != nil || sc.SlowTo == 0 {
-			return l, err
-		}
-		s := l.(fairseatLimiter).s
-		go func() { // Run starts its clock at the same instant
-			time.Sleep(sc.SlowFrom)
-			_ = s.SetCapacity(seats(sc.C / 2))
-			time.Sleep(sc.SlowTo - sc.SlowFrom)
-			_ = s.SetCapacity(seats(sc.C))
-		}()
-		return l, nil
-	}}
 }

@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
@@ -27,7 +28,11 @@ type Entry struct {
 	Name  string
 	Fixed bool // a fixed capacity, for the goal's "best fixed"
 	Peer  bool // another library
-	New   func() (Limiter, error)
+	// Oracle marks the reference that knows the true capacity (Oracle):
+	// no limiter that holds to C can do better, so it measures what is
+	// left to gain.
+	Oracle bool
+	New    func() (Limiter, error)
 }
 
 // Adaptive limiters start at Initial seats between 1 and Max: the peers'
@@ -38,11 +43,12 @@ const (
 	Max     = 200
 )
 
-// Entries are the limiters of a run on a server of true capacity c: fixed
-// capacities too low (c/2), right (c) and too high (4c), fairseat adaptive,
+// Entries are the limiters of a run of sc: fixed capacities too low (c/2),
+// right (c) and too high (4c), the oracle, fairseat adaptive,
 // go-concurrency-limits' Gradient2 and Vegas, failsafe-go's adaptive
 // limiter.
-func Entries(c int) []Entry {
+func Entries(sc Scenario) []Entry {
+	c := sc.C
 	fixed := func(n int) func() (Limiter, error) {
 		return func() (Limiter, error) { return newFairseat(admission.Config{Capacity: n}) }
 	}
@@ -50,6 +56,7 @@ func Entries(c int) []Entry {
 		{Name: "fixed c/2", Fixed: true, New: fixed(c / 2)},
 		{Name: "fixed c", Fixed: true, New: fixed(c)},
 		{Name: "fixed 4c", Fixed: true, New: fixed(4 * c)},
+		Oracle(sc),
 		{Name: "fairseat adaptive", New: func() (Limiter, error) {
 			return newFairseat(admission.Config{Adaptive: &admission.AdaptiveConfig{Min: 1, Max: Max, Initial: Initial}})
 		}},
@@ -70,6 +77,31 @@ func Entries(c int) []Entry {
 			return &failsafe{adaptivelimiter.NewBuilder[any]().WithLimits(1, Max, Initial).Build()}, nil
 		}},
 	}
+}
+
+// Oracle is fairseat with a fixed capacity of Tolerance·C, rounded, set
+// anew at the very instants sc changes the true capacity C: where fairseat
+// adaptive settles, reached with no delay and no probe. It is what a
+// limiter that holds to C, and knew C, would do; a limiter that does
+// better on goodput did work faster than C allows (the simulated server
+// fixes a job's seat time when it starts, so a job started just before
+// the load rises is not slowed by it).
+func Oracle(sc Scenario) Entry {
+	seats := func(c int) int { return int(math.Round(admission.DefaultAdaptiveTolerance * float64(c))) }
+	return Entry{Name: "oracle", Oracle: true, New: func() (Limiter, error) {
+		l, err := newFairseat(admission.Config{Capacity: seats(sc.C)})
+		if err != nil || sc.SlowTo == 0 {
+			return l, err
+		}
+		s := l.(fairseatLimiter).s
+		go func() { // Run starts its clock at the same instant
+			time.Sleep(sc.SlowFrom)
+			_ = s.SetCapacity(seats(sc.C / 2))
+			time.Sleep(sc.SlowTo - sc.SlowFrom)
+			_ = s.SetCapacity(seats(sc.C)) // fails harmlessly if the run has ended
+		}()
+		return l, nil
+	}}
 }
 
 // jobType is the one job type of the fairseat limiters: foreground, no

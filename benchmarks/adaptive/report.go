@@ -99,6 +99,14 @@ func (o Outcome) Verdict() []string {
 	out = append(out, fmt.Sprintf("Best fixed capacity: %s (goodput %.2f, p99 %v).", best.Name, best.Goodput, ms(best.P99)),
 		fmt.Sprintf("fairseat adaptive: goodput %.1f%% of it (goal ≥ 95%%: %s), p99 %.2f× (goal ≤ 1.5×: %s).",
 			100*g, met(g >= 0.95), p, met(p <= 1.5)))
+	oracle := -1.0
+	for i, e := range o.Entries {
+		if e.Oracle {
+			oracle = o.Results[i].Goodput
+			out = append(out, fmt.Sprintf("The oracle: goodput %.2f; fairseat adaptive %.2f%% of it (the rest is what reaching the limit late and probing cost).",
+				oracle, 100*us.Goodput/oracle))
+		}
+	}
 	for i, e := range o.Entries {
 		if !e.Peer {
 			continue
@@ -118,6 +126,9 @@ func (o Outcome) Verdict() []string {
 		s := fmt.Sprintf("Against %s: ahead or level on %s", e.Name, orNone(ahead))
 		if len(behind) > 0 {
 			s += "; behind on " + strings.Join(behind, ", ")
+		}
+		if oracle >= 0 && r.Goodput > oracle {
+			s += fmt.Sprintf(" (its goodput is above the oracle's %.2f: work done faster than C)", oracle)
 		}
 		out = append(out, s+".")
 	}
@@ -188,7 +199,7 @@ func SVG(outs []Outcome) string {
 		left, right    = 60, 230
 		top, gap, maxY = 40, 70, 80.0
 	)
-	colors := []string{"#bbbbbb", "#888888", "#555555", "#d62728", "#1f77b4", "#2ca02c", "#9467bd"}
+	colors := []string{"#bbbbbb", "#888888", "#555555", "#e6ab02", "#d62728", "#1f77b4", "#2ca02c", "#9467bd"}
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	height := top + len(outs)*(panelH+gap)
@@ -254,7 +265,10 @@ func Document(outs []Outcome, command string) string {
 
 const intro = `One simulated server for every limiter: a job's seat time is base × max(1, running/C), running the
 jobs the server runs at its start and C its true capacity. Past C the server does no more work, each
-job only takes longer, so a limit above C adds latency and no goodput, and one below C wastes seats.
+job only takes longer, so a limit above C adds latency and no goodput, and one below C wastes seats;
+but a job's seat time is fixed when it starts, so a job started just before the load rose is not
+slowed by the jobs started after it, and for a moment a limiter running more than C jobs does more
+than C seats of work (a negative share in the second table of each scenario).
 The load: a flood of closed loops (six times C, more than the server can serve) and a light client,
 over 100 repositories, a tenth of the requests to one of 20 heavy ones (300 ms of base time), the rest
 to light ones (30 to 70 ms). Every run takes place in a testing/synctest bubble: fake time, which the
@@ -266,8 +280,11 @@ The adaptive limiters all start at 20 seats (Gradient2's, Vegas's and failsafe-g
 limit) between 1 and 200. The fixed capacities are fairseat's scheduler with Config.Capacity fixed;
 fairseat adaptive is the same scheduler with Config.Adaptive and default parameters. The peers know
 neither fairness keys nor job IDs: their queue is one FIFO (go-concurrency-limits' QueueBlockingLimiter,
-failsafe-go's semaphore). Columns: goodput is the base time of the work done per second, in seats (at
-most C); latency is from the request to its end (wait and seat time) over both clients; the light
+failsafe-go's semaphore). The oracle is fairseat with a fixed capacity of Tolerance·C, rounded (18
+seats for C = 16, 9 for C = 8), set anew at the very instant C changes: where fairseat adaptive
+settles, reached with no delay and no probe, the goodput of a limiter that holds to C and knows it.
+Columns: goodput is the base time of the work done per second, in seats (C, but for the moments
+above); latency is from the request to its end (wait and seat time) over both clients; the light
 client's p99 wait is its wait for a seat; the mean limit is over the measured window. The goal
 (issue 16): goodput within 5% of the best fixed capacity, p99 within 1.5× of it, and ahead of every
 peer.

@@ -29,7 +29,7 @@ func TestReport(t *testing.T) {
 	}
 	var outs []Outcome
 	for _, sc := range []Scenario{Steady(d), SlowDisk(d)} {
-		o := Outcome{Scenario: sc, Entries: Entries(sc.C)}
+		o := Outcome{Scenario: sc, Entries: Entries(sc)}
 		for _, e := range o.Entries {
 			var rounds []Result
 			for range Rounds {
@@ -40,7 +40,7 @@ func TestReport(t *testing.T) {
 		outs = append(outs, o)
 	}
 	doc := Document(outs, reportCommand)
-	for _, e := range Entries(16) {
+	for _, e := range Entries(SlowDisk(d)) {
 		if strings.Count(doc, "| "+e.Name+" |") != 4 {
 			t.Errorf("the document does not have a row for %s in both tables of each scenario:\n%s", e.Name, doc)
 		}
