@@ -371,7 +371,16 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 		// fall, and the probe it brings on may explain it (explainFall);
 		// while probes come every few rounds, they are still being taken
 		// again, and a sound verdict vouches only for those it sampled.
-		a.fell = a.fell || a.probeEvery > minProbeEvery
+		// Quiet is a sound verdict that has held for as long as the next
+		// quick probe would have waited, not the verdict alone: when jobs
+		// got dearer, a probe's eight or so jobs may all be ones whose
+		// references were already taken again, and the stale references
+		// of the others bring the limit down within a few rounds. If the
+		// probe that fall brings on drew fresh references too, it
+		// "explained" the fall as congestion, and the limit sank to a
+		// third of C (a failing run of TestAdaptiveJobsGetDearer, 1 in
+		// 1500, traced).
+		a.fell = a.fell || a.probeEvery > minProbeEvery && a.sinceProbe >= minProbeEvery
 		a.probeEvery, a.mark = minProbeEvery, a.limit
 	}
 }

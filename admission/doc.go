@@ -353,17 +353,19 @@
 // five rounds too: the fall is congestion or jobs that got dearer, and only a
 // probe tells them apart (the dearer jobs' references are taken again and the
 // limit comes back). When the probe a fall brought on finds the references
-// sound, and they were held sound before (the probes had gone quiet; while
-// they come every five rounds, references are still being taken again, and a
-// verdict vouches only for those it sampled), jobs run at their references at
-// its limit, half the fallen one: the fall is the server's congestion, which
-// the controller follows by itself. So the limit may go on falling to the
-// probe's limit without another probe (only a fall by a fifth below that, to
-// loads no probe checked, brings the next one early), until it is back above
-// where the probe found it: that fall is over, and the next may be jobs that
-// got dearer. And the probe's m becomes the baseline as soon as short has
-// come down to Tolerance^1.5·m: while the limit falls, the ceiling is still
-// above the capacity, and completions under it may have moved the baseline.
+// sound, and they were held sound before (the probes had gone quiet: a sound
+// verdict held for five rounds, as long as the next quick probe would have
+// waited; while they come every five rounds, references are still being
+// taken again, and a verdict vouches only for those it sampled), jobs run at
+// their references at its limit, half the fallen one: the fall is the
+// server's congestion, which the controller follows by itself. So the limit
+// may go on falling to the probe's limit without another probe (only a fall
+// by a fifth below that, to loads no probe checked, brings the next one
+// early), until it is back above where the probe found it: that fall is
+// over, and the next may be jobs that got dearer. And the probe's m becomes
+// the baseline as soon as short has come down to Tolerance^1.5·m: while the
+// limit falls, the ceiling is still above the capacity, and completions under
+// it may have moved the baseline.
 // When the true capacity halved, the limit used to fall through four fifths,
 // be probed, fall on and be probed again, the second probe re-anchoring the
 // baseline at the cost of halving the seats once more while the server was
