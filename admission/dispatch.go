@@ -318,7 +318,7 @@ func (s *Scheduler) seatLocked(j *job, r *resource, now int64) {
 		s.counters.UrgentAdmissions++
 	}
 	if a := s.adaptive; a != nil && a.cfg.QueueDelayTarget > 0 && j.foreground {
-		s.admittedAfterLocked(sinceNs(now, j.enqueued), now)
+		s.admittedAfterLocked(k, sinceNs(now, j.enqueued), now)
 	}
 	s.emitAdmittedLocked(j, now)
 	if p := k.policy.MaxInFlight; p > 0 && k.running >= p {

@@ -379,18 +379,21 @@
 //
 // Queue-delay shedding (QueueDelayTarget > 0), CoDel's idea as in
 // Facebook's adaptive LIFO and CoDel: the scheduler keeps the smallest
-// wait of the foreground requests admitted in each QueueDelayInterval.
-// When an interval ends in which every one waited more than the target, a
-// standing queue has formed: until an interval in which one did not, a key
-// holding (queued + running) at least its weighted share of all that is
-// queued and running is refused with ErrOverloaded (a *RejectedError with
-// PerKey false: 503 / Unavailable in the adapters) — its new foreground
-// arrivals at once, and its queued requests that waited past the target
-// when dispatch reaches them (CoDel drops at the head). So the backlog
-// that formed before goes too and callers retry later, instead of every
-// caller waiting behind it; keys below their share, the light callers,
-// still queue and get in. Background work is never shed this way: it has
-// TTLs and aging.
+// wait of the foreground requests admitted in each QueueDelayInterval of
+// the keys holding (queued + running) at least their weighted share of all
+// that is queued and running. (A key below its share is picked first at
+// the next free seat whatever the queue, so its short wait says nothing of
+// the standing queue; as FQ-CoDel keeps CoDel's state per flow, only the
+// keys that may be shed count.) When an interval ends in which every one
+// waited more than the target, a standing queue has formed: until an
+// interval in which one did not, a key holding at least its share is
+// refused with ErrOverloaded (a *RejectedError with PerKey false: 503 /
+// Unavailable in the adapters) — its new foreground arrivals at once, and
+// its queued requests that waited past the target when dispatch reaches
+// them (CoDel drops at the head). So the backlog that formed before goes
+// too and callers retry later, instead of every caller waiting behind it;
+// keys below their share, the light callers, still queue and get in.
+// Background work is never shed this way: it has TTLs and aging.
 //
 // Observability: every change of the limit is an [EventCapacityChanged]
 // with its [CapacityReason], a count by reason in the
