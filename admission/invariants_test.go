@@ -189,6 +189,9 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			if j.key != k || (j.state != jobQueued && j.state != jobParked) {
 				return fmt.Errorf("key %q lists job %d with key %q state %d", name, j.seq, j.key.name, j.state)
 			}
+			if j.flow == nil || j.flow.key != k || j.flow.typ != j.typ {
+				return fmt.Errorf("key %q lists job %d whose flow is not its key's and type's", name, j.seq)
+			}
 			perFlow[j.flow]++
 			if frozen := j.typ.paused || k.paused; frozen == (j.frozenAt == 0) {
 				return fmt.Errorf("job %d: frozen at %v, type paused %v, key paused %v", j.seq, j.frozenAt, j.typ.paused, k.paused)
