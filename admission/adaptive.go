@@ -375,12 +375,9 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 		// Quiet is a sound verdict that has held for as long as the next
 		// quick probe would have waited, not the verdict alone: when jobs
 		// got dearer, a probe's eight or so jobs may all be ones whose
-		// references were already taken again, and the stale references
-		// of the others bring the limit down within a few rounds. If the
-		// probe that fall brings on drew fresh references too, it
-		// "explained" the fall as congestion, and the limit sank to a
-		// third of C (a failing run of TestAdaptiveJobsGetDearer, 1 in
-		// 1500, traced).
+		// references were already taken again, while the stale references
+		// of the others bring the limit down within a few rounds; that
+		// fall is no congestion to explain.
 		a.fell = a.fell || a.probeEvery > minProbeEvery && a.sinceProbe >= minProbeEvery
 		a.probeEvery, a.mark = minProbeEvery, a.limit
 	}
@@ -480,14 +477,8 @@ func (s *Scheduler) minCapacityLocked() int {
 // keys holding at least their share count, as in FQ-CoDel, which keeps
 // CoDel's state per flow: a key below its share is picked first at the
 // next free seat whatever the queue (fairness), so its short wait says
-// nothing of the standing queue the heavier keys wait in. Counted, it
-// ended shedding in every interval in which a light caller happened to get
-// in: in TestAdaptiveLightCallerDuringFlood, one light caller doing a few
-// requests a second left the flood a median wait of 122 to 215ms (without
-// that caller 41 to 53ms; 150 runs each), half of what it is without
-// shedding at worst, so the test failed about 1 run in 600. Counting only
-// the keys holding their share, it is 42 to 53ms with the light caller
-// too.
+// nothing of the standing queue the heavier keys wait in: counted, it
+// would end shedding in every interval in which a light caller got in.
 func (s *Scheduler) admittedAfterLocked(k *keyState, wait time.Duration, now int64) {
 	a := s.adaptive
 	s.rollIntervalLocked(now)

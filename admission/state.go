@@ -199,23 +199,17 @@ type flow struct {
 	promoAt int64 // next instant the head's rank changes, Unix nanoseconds; 0 = never
 }
 
-// promoKey orders flows by the instant their head's rank next changes.
-type promoKey struct {
-	at  int64 // promoAt, Unix nanoseconds
-	seq uint64
-}
+// promoKey orders flows by the instant their head's rank next changes
+// (promoAt, Unix nanoseconds), then the head's arrival: the shape of a
+// jobKey, and its order.
+type promoKey = jobKey
 
 // promoOrder orders flows by promoKey (a ringheap.Order).
 type promoOrder struct{}
 
-func (promoOrder) Key(f *flow) promoKey { return promoKey{f.promoAt, f.jobs.TopKey().seq} }
-func (promoOrder) Index(f *flow) *int   { return &f.promoIdx }
-func (promoOrder) Less(a, b promoKey) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	return a.seq < b.seq
-}
+func (promoOrder) Key(f *flow) promoKey    { return promoKey{f.promoAt, f.jobs.TopKey().seq} }
+func (promoOrder) Index(f *flow) *int      { return &f.promoIdx }
+func (promoOrder) Less(a, b promoKey) bool { return lessJobKey(a, b) }
 
 // keyState is one fairness key.
 //

@@ -86,15 +86,7 @@ func timeline(b *strings.Builder, sc Scenario, r Result) {
 		lo, hi := math.MaxInt, 0
 		for i := s; i < min(s+perSecond, len(r.ticks)); i++ {
 			t := r.ticks[i]
-			x := (float64(t.c) - rate[i]) * lossTick.Seconds() / capacity
-			switch {
-			case t.probing:
-				l.Probing += x
-			case t.limit < t.c:
-				l.Below += x
-			default:
-				l.Other += x
-			}
+			l.add(t, (float64(t.c)-rate[i])*lossTick.Seconds()/capacity)
 			lo, hi = min(lo, t.limit), max(hi, t.limit)
 		}
 		if math.Abs(l.Probing)+math.Abs(l.Below)+math.Abs(l.Other) > 0.00005 {

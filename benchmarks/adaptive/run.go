@@ -213,6 +213,19 @@ type lossSample struct {
 	probing  bool
 }
 
+// add files x, the goodput lost at tick t, under what the limiter was
+// doing then.
+func (l *Loss) add(t lossSample, x float64) {
+	switch {
+	case t.probing:
+		l.Probing += x
+	case t.limit < t.c:
+		l.Below += x
+	default:
+		l.Other += x
+	}
+}
+
 // lost accounts the goodput lost in ticks[from:] (see Loss).
 func lost(ticks []lossSample, jobs []served, from int) Loss {
 	rate := rates(ticks, jobs)
@@ -222,14 +235,7 @@ func lost(ticks []lossSample, jobs []served, from int) Loss {
 		t := ticks[i]
 		x := float64(t.c) - rate[i]
 		capacity += float64(t.c)
-		switch {
-		case t.probing:
-			out.Probing += x
-		case t.limit < t.c:
-			out.Below += x
-		default:
-			out.Other += x
-		}
+		out.add(t, x)
 	}
 	out.Probing /= capacity
 	out.Below /= capacity
