@@ -96,9 +96,9 @@ func Oracle(sc Scenario) Entry {
 		s := l.(fairseatLimiter).s
 		go func() { // Run starts its clock at the same instant
 			time.Sleep(sc.SlowFrom)
-			_ = s.SetCapacity(seats(sc.C / 2))
+			_ = s.SetCapacity(seats(sc.CapacityAt(sc.SlowFrom)))
 			time.Sleep(sc.SlowTo - sc.SlowFrom)
-			_ = s.SetCapacity(seats(sc.C)) // fails harmlessly if the run has ended
+			_ = s.SetCapacity(seats(sc.CapacityAt(sc.SlowTo))) // fails harmlessly if the run has ended
 		}()
 		return l, nil
 	}}

@@ -164,7 +164,7 @@ func (o Outcome) Markdown() string {
 	fmt.Fprintf(&b, "## %s\n\n", sc.Name)
 	fmt.Fprintf(&b, "True capacity C = %d seats", sc.C)
 	if sc.SlowTo > 0 {
-		fmt.Fprintf(&b, ", %d from %v to %v (a slow disk)", sc.C/2, sc.SlowFrom, sc.SlowTo)
+		fmt.Fprintf(&b, ", %d from %v to %v (a slow disk)", sc.CapacityAt(sc.SlowFrom), sc.SlowFrom, sc.SlowTo)
 	}
 	fmt.Fprintf(&b, "; %v, measured after %v; a flood of %d loops and a light client (one loop, %v between requests).\n\n",
 		sc.Duration, sc.Warmup, sc.Flood, sc.LightThink)
@@ -223,10 +223,7 @@ func SVG(outs []Outcome) string {
 		// The true capacity.
 		var pts []string
 		for i := range int(sc.Duration / Tick) {
-			c := sc.C
-			if el := time.Duration(i+1) * Tick; sc.SlowTo > 0 && el >= sc.SlowFrom && el < sc.SlowTo {
-				c = sc.C / 2
-			}
+			c := sc.CapacityAt(time.Duration(i+1) * Tick)
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(float64(c))))
 		}
 		w(`<polyline fill="none" stroke="black" stroke-dasharray="6 4" points="%s"/>`+"\n", strings.Join(pts, " "))

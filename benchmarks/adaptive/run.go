@@ -17,11 +17,19 @@ type Scenario struct {
 	C        int           // true capacity
 	Duration time.Duration // of the run
 	Warmup   time.Duration // not measured (the limit over time is drawn from the start)
-	// The true capacity is C/2 in [SlowFrom, SlowTo) (a slow disk); zero
+	// The true capacity (CapacityAt) is C/2 in [SlowFrom, SlowTo) (a slow disk); zero
 	// SlowTo: never.
 	SlowFrom, SlowTo time.Duration
 	Flood            int           // the flood's closed loops
 	LightThink       time.Duration // the light client's pause between requests
+}
+
+// CapacityAt is the true capacity at el into the run.
+func (sc Scenario) CapacityAt(el time.Duration) int {
+	if sc.SlowTo > 0 && el >= sc.SlowFrom && el < sc.SlowTo {
+		return sc.C / 2
+	}
+	return sc.C
 }
 
 // Steady is the main scenario: a true capacity of 16 seats all along, a
@@ -170,11 +178,8 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 	var ticks []lossSample
 	for el := lossTick; el <= sc.Duration; el += lossTick {
 		time.Sleep(lossTick)
-		switch {
-		case sc.SlowTo > 0 && el == sc.SlowFrom:
-			v.SetCapacity(sc.C / 2)
-		case sc.SlowTo > 0 && el == sc.SlowTo:
-			v.SetCapacity(sc.C)
+		if c := sc.CapacityAt(el); c != v.Capacity() {
+			v.SetCapacity(c)
 		}
 		limit := l.Limit()
 		if el%Tick == 0 {
