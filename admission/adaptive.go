@@ -21,7 +21,7 @@ type AdaptiveConfig struct {
 	// the package doc) accepted before the limit shrinks, >= 1; 0 =
 	// DefaultAdaptiveTolerance.
 	Tolerance float64
-	// Headroom is what the limit grows by, per round of samples (limit
+	// Headroom bounds what the limit grows by, per round of samples (limit
 	// completions), while the server keeps up and the seats are used, as a
 	// multiple of sqrt(limit) seats; 0 = DefaultAdaptiveHeadroom.
 	Headroom float64
@@ -181,6 +181,7 @@ type adaptive struct {
 	cfg      AdaptiveConfig
 	limit    float64
 	short    float64 // EMA of sample inflation over about one round (limit samples)
+	load     float64 // EMA of the same samples' loads (job.load), with short's weights
 	baseline float64 // EMA of the inflation of samples at or below their reference's load; a probe may re-anchor it
 	calm     float64 // rounds (a sample adds 1/limit) since short was last above sqrt(Tolerance)·baseline (not probing)
 	samples  uint64
@@ -237,7 +238,7 @@ type capacityChange struct {
 
 func newAdaptive(c AdaptiveConfig) *adaptive {
 	l := float64(c.Initial)
-	return &adaptive{cfg: c, limit: l, short: 1, baseline: 1, probeEvery: minProbeEvery, mark: l}
+	return &adaptive{cfg: c, limit: l, short: 1, load: l, baseline: 1, probeEvery: minProbeEvery, mark: l}
 }
 
 // seatsOf is a limit rounded to whole seats, within the bounds.
@@ -281,7 +282,9 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	// references, not the congestion at the limit, and would read as a
 	// server with room to spare just as the probe gives the seats back.
 	if !j.probed {
-		a.short += 2 / (max(a.limit, 1) + 1) * (x - a.short)
+		w := 2 / (max(a.limit, 1) + 1)
+		a.short += w * (x - a.short)
+		a.load += w * (float64(j.load) - a.load)
 	}
 	a.followFall()
 	s.stepLocked(used, j, x, now)
@@ -322,15 +325,17 @@ func (e *costEntry) updateRef(observed float64, load int32, alpha float64) {
 // stepLocked moves the limit by one sample's share of a round, or runs a
 // probe (probe.go); j is the sample's job and x its inflation.
 //
-//	gradient = clamp(Tolerance · baseline / short, 0.5, 1)
-//	target   = limit · gradient                if gradient < 1
-//	         = limit + Headroom·sqrt(limit)    otherwise, and at least
-//	           fastGrowth · limit              if calm >= 1 round
-//	limit   += Smoothing / limit · (target - limit)
+//	implied = load · Tolerance · baseline / short
+//	target  = max(implied, limit/2)          if congested
+//	        = limit + Headroom·sqrt(limit)   otherwise, at most implied if
+//	          x > sqrt(Tolerance)·baseline, at least fastGrowth · limit
+//	          if calm >= 1 round
+//	limit  += Smoothing / limit · (target - limit)
 //
-// A round is about limit samples, so one round moves the limit Smoothing
-// of the way to target. An increase needs the seats to have been used
-// (used) and no pressure.
+// Congested is short > Tolerance·baseline; the limit then only falls, and
+// otherwise only grows. A round is about limit samples, so one round moves
+// the limit Smoothing of the way to target. An increase needs the seats to
+// have been used (used) and no pressure.
 func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 	a := s.adaptive
 	if a.probing {
@@ -349,15 +354,30 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 	} else {
 		a.calm += 1 / max(a.limit, 1)
 	}
-	g := min(1, max(0.5, a.cfg.Tolerance*a.baseline/a.short))
-	target := a.limit * g
-	if g == 1 {
+	// implied is where the samples put the limit: the load at which their
+	// jobs would take Tolerance times their references, inflation being
+	// taken as proportional to load. It is measured at the samples' own
+	// load, not at the limit, which the samples trail by a round or so.
+	implied := a.load * a.cfg.Tolerance * a.baseline / a.short
+	var target float64
+	if a.short > a.cfg.Tolerance*a.baseline {
+		target = max(0.5*a.limit, implied)
+		if target >= a.limit {
+			return // already below where its samples put it
+		}
+	} else {
 		if !used || s.pressure != nil && s.pressure.value >= 1 {
 			return
 		}
-		target += a.cfg.Headroom * math.Sqrt(a.limit)
+		target = a.limit + a.cfg.Headroom*math.Sqrt(a.limit)
+		if x > math.Sqrt(a.cfg.Tolerance)*a.baseline {
+			target = min(target, implied)
+		}
 		if a.calm >= 1 {
 			target = max(target, fastGrowth*a.limit)
+		}
+		if target <= a.limit {
+			return
 		}
 	}
 	reason := CapacityIncrease

@@ -181,8 +181,9 @@ func TestAdaptiveSettles(t *testing.T) {
 				const d = 40 * time.Second
 				res := simRun(t, s, v, load, d, nil, nil)
 				at, lo, hi := res.settling(0, len(res.limits), c, 0.25)
-				t.Logf("C=%d from %d: settled at %v, then limit in [%d, %d] out of probes; goodput %.2f of %d; limits every second: %v",
-					c, initial, tickTime(at), lo, hi, res.goodput(d), c, everySecond(res.limits))
+				_, lo10, hi10 := res.settling(tick(10*time.Second), len(res.limits), c, 0.25)
+				t.Logf("C=%d from %d: settled at %v, then limit in [%d, %d] out of probes, in [%d, %d] from 10s; goodput %.2f of %d; limits every second: %v",
+					c, initial, tickTime(at), lo, hi, lo10, hi10, res.goodput(d), c, everySecond(res.limits))
 				if at < 0 || tickTime(at) > 15*time.Second {
 					t.Fatalf("limit not within ±25%% of %d from 15s on: settled at %v; limits every second %v",
 						c, tickTime(at), everySecond(res.limits))
