@@ -190,6 +190,49 @@ func TestUpdateRef(t *testing.T) {
 	}
 }
 
+// TestAdaptiveTarget: one sample moves the limit Smoothing/limit of the
+// way to its target, which is where the samples' own load puts it
+// (implied = load·Tolerance·baseline/short), not the limit scaled: the
+// samples trail the limit (stepLocked). Defaults: Tolerance 1.1, Headroom
+// 0.5, Smoothing 0.5; the baseline is 1.
+func TestAdaptiveTarget(t *testing.T) {
+	for _, c := range []struct {
+		name                  string
+		limit, load, short, x float64
+		calm                  float64
+		used                  bool
+		target                float64 // 0: the limit stays
+	}{
+		{"congested, the samples from a lower load than the limit: down to implied, 17.6, not 20·1.1/1.125", 20, 18, 1.125, 1.125, 0, true, 17.6},
+		{"congested, the limit already under implied (17.4): stays", 17, 19, 1.2, 1.2, 0, true, 0},
+		{"congested threefold: at most halved", 20, 20, 3, 3, 0, true, 10},
+		{"uncongested, the sample at its reference: the headroom, 16 + 0.5·4", 16, 16, 1.05, 1, 0, true, 18},
+		{"uncongested, the sample past the noise: no further than implied", 17, 17, 1.06, 1.0625, 0, true, 17 * 1.1 / 1.06},
+		{"uncongested, the sample past the noise, the limit over implied: stays", 18, 17, 1.06, 1.1, 0, true, 0},
+		{"uncongested but the seats unused: stays", 16, 16, 1.05, 1, 0, false, 0},
+		{"calm for a round: a quarter up whatever the sample", 10, 10, 1, 1.2, 1, true, 15},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 100, Initial: 16}})
+			must(t, err)
+			defer s.Close(context.Background())
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			a := s.adaptive
+			a.limit, a.load, a.short, a.calm, a.mark = c.limit, c.load, c.short, c.calm, c.limit
+			a.probeEvery = 1e9
+			s.stepLocked(c.used, &job{}, c.x, 1)
+			want := c.limit
+			if c.target != 0 {
+				want = c.limit + 0.5/c.limit*(c.target-c.limit)
+			}
+			if math.Abs(a.limit-want) > 1e-9 {
+				t.Errorf("limit %v after the sample, want %v (target %v)", a.limit, want, c.target)
+			}
+		})
+	}
+}
+
 // TestAdaptiveExplainedFall: a probe that a fall brought on and that found
 // the references sound lets the limit fall to the probe's limit without
 // another probe; its mean inflation waits until short has come down to
