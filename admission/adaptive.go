@@ -186,6 +186,7 @@ type adaptive struct {
 	calm     float64 // rounds (a sample adds 1/limit) since short was last above sqrt(Tolerance)·baseline (not probing)
 	samples  uint64
 	weak     uint64
+	epoch    uint32 // bumped by a probe that finds the references stale (probe.go)
 	// lowered is set when the limit went below the seats in use (running
 	// work is never pre-empted); the test-only invariant checks then allow
 	// the excess.
@@ -251,7 +252,8 @@ func (a *adaptive) seatsOf(limit float64) int {
 // or move j's reference (costEntry.updateRef): if it ran at a load the
 // controller holds uncongested (refCeilingLocked), or at a lower load than
 // the reference's and faster (the reference was taken under more
-// congestion). Called from finishLocked for completions that count (not a
+// congestion), or at a lower load than a reference taken before the last
+// probe that found the references stale (epoch, probe.go). Called from finishLocked for completions that count (not a
 // seat handed back), before the cost estimate learns observed. It may
 // change s.cfg.Capacity; the caller dispatches afterwards.
 //
@@ -288,7 +290,7 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	}
 	a.followFall()
 	s.stepLocked(used, j, x, now)
-	return uncongested || j.load < e.refLoad && x < 1
+	return uncongested || j.load < e.refLoad && (x < 1 || e.refEpoch != a.epoch)
 }
 
 // baselineAlpha is the weight of one sample in the noise baseline.
@@ -313,10 +315,10 @@ func (s *Scheduler) refCeilingLocked() float64 {
 // lower load replaces it, one at the same load moves it by the cost EMA's
 // alpha, one at a higher load leaves it (congestion, not the job, may have
 // made it slower).
-func (e *costEntry) updateRef(observed float64, load int32, alpha float64) {
+func (e *costEntry) updateRef(observed float64, load int32, alpha float64, epoch uint32) {
 	switch {
 	case e.ref == 0 || load < e.refLoad:
-		e.ref, e.refLoad = observed, load
+		e.ref, e.refLoad, e.refEpoch = observed, load, epoch
 	case load == e.refLoad:
 		e.ref += alpha * (observed - e.ref)
 	}

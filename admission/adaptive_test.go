@@ -183,7 +183,7 @@ func TestUpdateRef(t *testing.T) {
 		{3, 4, 3, 4},    // lower load: replaced, even when slower
 		{2, 4, 2.7, 4},  // same load again
 	} {
-		e.updateRef(st.obs, st.load, 0.3)
+		e.updateRef(st.obs, st.load, 0.3, 0)
 		if math.Abs(e.ref-st.ref) > 1e-9 || e.refLoad != st.refLoad {
 			t.Fatalf("after %v s at load %d: ref %v at %d, want %v at %d", st.obs, st.load, e.ref, e.refLoad, st.ref, st.refLoad)
 		}
@@ -320,18 +320,28 @@ func TestAdaptiveReferenceCeiling(t *testing.T) {
 			id    string
 			load  int
 			d     time.Duration
+			stale bool       // a probe found the references stale just before
 			want  [2]float64 // reference (s), its load
 		}{
-			{"first, under the ceiling (18.2): taken", 20, "r", 15, 2 * time.Second, [2]float64{2, 15}},
-			{"above the ceiling (12.7), lower load, faster: replaced", 14, "r", 14, time.Second, [2]float64{1, 14}},
-			{"above the ceiling, lower load, slower: kept", 14, "r", 13, 3 * time.Second, [2]float64{1, 14}},
-			{"under the ceiling, lower load, slower: replaced", 14, "r", 12, 3 * time.Second, [2]float64{3, 12}},
-			{"under the ceiling, same load: moved by alpha", 14, "r", 12, time.Second, [2]float64{2.4, 12}},
-			{"first, above the ceiling: not taken", 14, "q", 14, time.Second, [2]float64{0, 0}},
-			{"then under it: taken", 14, "q", 5, time.Second, [2]float64{1, 5}},
+			{"first, under the ceiling (18.2): taken", 20, "r", 15, 2 * time.Second, false, [2]float64{2, 15}},
+			{"above the ceiling (12.7), lower load, faster: replaced", 14, "r", 14, time.Second, false, [2]float64{1, 14}},
+			{"above the ceiling, lower load, slower: kept", 14, "r", 13, 3 * time.Second, false, [2]float64{1, 14}},
+			{"under the ceiling, lower load, slower: replaced", 14, "r", 12, 3 * time.Second, false, [2]float64{3, 12}},
+			{"under the ceiling, same load: moved by alpha", 14, "r", 12, time.Second, false, [2]float64{2.4, 12}},
+			{"first, above the ceiling: not taken", 14, "q", 14, time.Second, false, [2]float64{0, 0}},
+			{"then under it: taken", 14, "q", 5, time.Second, false, [2]float64{1, 5}},
+			{"above the ceiling (3.6), lower load, slower: kept", 4, "q", 4, 2 * time.Second, false, [2]float64{1, 5}},
+			{"the same once a probe found the references stale: replaced", 4, "q", 4, 2 * time.Second, true, [2]float64{2, 4}},
+			{"taken since that verdict: slower at a lower load above the ceiling, kept", 3, "q", 3, 3 * time.Second, false, [2]float64{2, 4}},
+			{"same load above the ceiling (10.9): kept, stale or not", 12, "r", 12, time.Second, true, [2]float64{2.4, 12}},
 		} {
 			must(t, s.SetAdaptiveBounds(st.limit, st.limit)) // the limit is st.limit
 			must(t, s.SetAdaptiveBounds(1, st.limit))        // and Min 1 (the ceiling's floor)
+			if st.stale {
+				s.mu.Lock()
+				s.adaptive.epoch++ // as probeSampleLocked does on that verdict
+				s.mu.Unlock()
+			}
 			run(st.id, st.load, st.d)
 			checkInvariants(t, s)
 			if got := ref(st.id); math.Abs(got[0]-st.want[0]) > 1e-9 || got[1] != st.want[1] {

@@ -348,7 +348,7 @@ func (s *Scheduler) finishLocked(j *job, now int64, observed time.Duration, lear
 		if s.adaptive != nil {
 			takeRef := s.sampleLocked(j, obs, now)
 			if e := s.learnLocked(j, obs, now); takeRef {
-				e.updateRef(obs, j.load, s.cfg.CostAlpha)
+				e.updateRef(obs, j.load, s.cfg.CostAlpha, s.adaptive.epoch)
 			}
 		} else {
 			s.learnLocked(j, obs, now)

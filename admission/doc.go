@@ -270,7 +270,8 @@
 // moves it by the cost EMA's alpha, and one at a higher load leaves it
 // alone. Above the ceiling a completion replaces the reference only if it
 // ran at a lower load and faster: the reference was taken under more
-// congestion than that. So a limit that falls, or that oscillates above
+// congestion than that; or, faster or not, if the reference was taken
+// before the last probe that found the references stale (below). So a limit that falls, or that oscillates above
 // the true capacity, does not take references under congestion, which
 // would make that congestion look normal; they come from the moments the
 // load is under the ceiling: a server that is not saturated, and probes
@@ -365,7 +366,18 @@
 // when short, the inflation at the limit, is at most Tolerance^1.5 times m,
 // the inflation at half of it, the load costs nothing and what inflation
 // there is comes from the references, so the baseline becomes m; the limit
-// then stops falling on stale references while probes take them again. A fall
+// then stops falling on stale references while probes take them again. A
+// stale verdict also marks every reference taken before it as stale (an
+// epoch, costEntry.refEpoch): a completion at a lower load than such a
+// reference's replaces it even above the ceiling and slower. Under a flood
+// every job is admitted with the limit in use, above the ceiling, so
+// without that only the probes' eight or so jobs each retook references:
+// with half of 100 job IDs taken again, the probes' m mixed fresh
+// references with stale ones, the baseline it anchored stayed under what
+// the stale half read, and the limit sat at a third of C for seconds
+// (TestAdaptiveJobsGetDearer failed about once in 1,500 runs, and once in
+// 10,500 since). A slower completion at a lower load is not taken on a sound
+// verdict: it may be a server that slowed down. A fall
 // of the limit by a fifth since the last probe brings the next one to within
 // five rounds too: the fall is congestion or jobs that got dearer, and only a
 // probe tells them apart (the dearer jobs' references are taken again and the

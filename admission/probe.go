@@ -17,7 +17,9 @@ import "math"
 // those were taken under congestion; if more than sqrt(Tolerance) times
 // slower, the jobs got dearer; either way the next probe comes after
 // minProbeEvery rounds. Otherwise the references hold, and the next comes
-// after AdaptiveConfig.ProbeInterval rounds. (The package doc says why
+// after AdaptiveConfig.ProbeInterval rounds. A stale verdict also starts a
+// new epoch: a reference taken before it is replaced by a completion at a
+// lower load, faster or not (sampleLocked). (The package doc says why
 // sqrt(Tolerance), and how the verdict re-anchors the baseline.) A fall of
 // the limit by a fifth since the last probe also brings the next one to
 // within minProbeEvery rounds: the ceiling keeps a falling limit from taking
@@ -79,6 +81,7 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 		a.probeEvery = minProbeEvery // congested references: probe again soon
 	case m > math.Sqrt(a.cfg.Tolerance):
 		a.probeEvery = minProbeEvery // stale references (dearer jobs): probe again soon
+		a.epoch++
 	default:
 		a.probeEvery = float64(a.cfg.ProbeInterval)
 		if a.fell {

@@ -379,6 +379,7 @@ type costEntry struct {
 	// seen (refLoad seats in use at admission; see sampleLocked): adaptive
 	// capacity's reference for the inflation of the job (adaptive.go). 0 =
 	// none yet; kept only when Config.Adaptive is set.
-	ref     float64
-	refLoad int32
+	ref      float64
+	refLoad  int32
+	refEpoch uint32 // adaptive.epoch when ref was last replaced: older, it may be stale (see sampleLocked)
 }
