@@ -253,9 +253,10 @@ func (a *adaptive) seatsOf(limit float64) int {
 // controller holds uncongested (refCeilingLocked), or at a lower load than
 // the reference's and faster (the reference was taken under more
 // congestion), or at a lower load than a reference taken before the last
-// probe that found the references stale (epoch, probe.go). Called from finishLocked for completions that count (not a
-// seat handed back), before the cost estimate learns observed. It may
-// change s.cfg.Capacity; the caller dispatches afterwards.
+// probe that found the references stale (epoch, probe.go). Called from
+// finishLocked for completions that count (not a seat handed back), before
+// the cost estimate learns observed. It may change s.cfg.Capacity; the
+// caller dispatches afterwards.
 //
 // The inflation of a job is observed / reference, its reference being the
 // seat time of its (type, job ID) at the lowest uncongested load seen
