@@ -271,9 +271,10 @@
 // alone. Above the ceiling a completion replaces the reference only if it
 // ran at a lower load and faster: the reference was taken under more
 // congestion than that; or, faster or not, if the reference was taken
-// before the last probe that found the references stale (below). So a limit that falls, or that oscillates above
-// the true capacity, does not take references under congestion, which
-// would make that congestion look normal; they come from the moments the
+// before the last probe that found the references stale (below). So a
+// limit that falls, or that oscillates above the true capacity, does not
+// take references under congestion, which would make that congestion look
+// normal; they come from the moments the
 // load is under the ceiling: a server that is not saturated, and probes
 // (below). The learned cost estimate itself cannot serve as the reference:
 // it follows the seat time under whatever congestion there is (that is its
@@ -299,12 +300,16 @@
 //	           reference's load, and with x >= 1/Tolerance (a probe may
 //	           re-anchor it, below)
 //	implied  = load · Tolerance · baseline / short
-//	target   = max(implied, limit / 2)          if short > Tolerance · baseline (congested)
-//	         = limit + Headroom · sqrt(limit)   otherwise: at most implied if the sample's
-//	                                            own x > sqrt(Tolerance) · baseline, and at
-//	                                            least 1.5 · limit once short has stayed at
-//	                                            or under sqrt(Tolerance) · baseline for a round
-//	limit   += Smoothing / limit · (target - limit), only down when congested, only up otherwise
+//	target   = max(implied, limit / 2)          if short > Tolerance · baseline
+//	                                            (congested)
+//	         = limit + Headroom · sqrt(limit)   otherwise: at most implied if the
+//	                                            sample's own x > sqrt(Tolerance) ·
+//	                                            baseline, and at least 1.5 · limit
+//	                                            once short has stayed at or under
+//	                                            sqrt(Tolerance) · baseline for a round
+//	limit   += Smoothing / limit · (target - limit)
+//	                                            only down when congested, only up
+//	                                            otherwise
 //
 // The baseline is the inflation of jobs seen at a load the controller holds
 // uncongested and no higher than their reference's: noise, not congestion (1
@@ -328,11 +333,12 @@
 // limit is near the point, so it grows the limit no further than implied,
 // while one that ran at its reference is room to grow by the headroom (as
 // when the capacity has just recovered: the fresh samples grow the limit at
-// once, the stale ones of the slow spell do not hold it back). Settled, the
-// limit for C = 16 now stays at 18 from the floor and within 17 to 19 from
-// 4·C (in 300 runs of each after 10 s, one touched 20 and none 21). The jobs a probe (below) admitted do not
-// feed short: they ran at half the limit and would read as a server with
-// room to spare just as the probe gives the seats back. Unlike Gradient2,
+// once, the stale ones of the slow spell do not hold it back). Settled
+// (from 10 s, 1,500 runs of each start), the limit for C = 16 stays at 18
+// from the floor (18 to 19 in 7 runs) and within 17 to 19 from 4·C
+// (touching 20 in 8 runs), never 21. The jobs a probe (below) admitted do
+// not feed short: they ran at half the limit and would read as a server
+// with room to spare just as the probe gives the seats back. Unlike Gradient2,
 // the headroom is added only when the server keeps up: fairseat's queue is
 // outside the limit, so no allowance for a queue inside it is needed, and a
 // limit under congestion converges on the point instead of sqrt(limit) above
@@ -376,10 +382,10 @@
 // references with stale ones, the baseline it anchored stayed under what
 // the stale half read, and the limit sat at a third of C for seconds
 // (TestAdaptiveJobsGetDearer failed about once in 1,500 runs, and once in
-// 10,500 since). A slower completion at a lower load is not taken on a sound
-// verdict: it may be a server that slowed down. A fall
-// of the limit by a fifth since the last probe brings the next one to within
-// five rounds too: the fall is congestion or jobs that got dearer, and only a
+// 10,500 since). A slower completion at a lower load is not taken on a
+// sound verdict: it may be a server that slowed down. A fall of the limit
+// by a fifth since the last probe brings the next one to within five
+// rounds too: the fall is congestion or jobs that got dearer, and only a
 // probe tells them apart (the dearer jobs' references are taken again and the
 // limit comes back). When the probe a fall brought on finds the references
 // sound, and they were held sound before (the probes had gone quiet: a sound
