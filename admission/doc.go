@@ -323,11 +323,11 @@
 // (implied), taken at their own load rather than at the limit: a sample
 // reports at its end the load at its admission, and short averages a round
 // of them, so the samples trail the limit by a round or so. Gradient2's
-// target, the limit times Tolerance·baseline/short (this package's until
-// session 12), kept the limit growing for that round after it had passed
+// target, the limit times Tolerance·baseline/short (which this package
+// used at first), kept the limit growing for that round after it had passed
 // the point, and then cut the overshot limit rather than the point: for C =
 // 16 in adaptive_sim_test.go a sawtooth from 17 to 20 once settled, about
-// one run in 1,500 reaching 21, past the test's ±25%. Measured at the
+// one run in 300 to 1,500 reaching 21, past the test's ±25%. Measured at the
 // samples' load, implied does not depend on the lag; and a sample that
 // shows inflation past the noise (x over sqrt(Tolerance)·baseline) says the
 // limit is near the point, so it grows the limit no further than implied,
