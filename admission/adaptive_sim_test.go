@@ -309,12 +309,13 @@ func TestAdaptiveProbesRare(t *testing.T) {
 // time doubles (a deploy). That reads as congestion at first, and the limit
 // falls; the fall brings a probe, whose jobs show that they are slow at
 // half the load too: they take their references again, the baseline is
-// re-anchored on their inflation and probes follow until the references
-// hold, so the limit comes back: from 8s after the change, probes left
-// out, its mean is at least 3/4 of C and it never falls below C/2
-// (without the probe it stayed at Min for seconds). It comes back about C
-// or above, on references partly taken above it: over 1800 runs the mean
-// was 13.1 to 25.8, median 19.6.
+// re-anchored on their inflation, completions at a lower load retake the
+// references taken before that verdict (epochs) and probes follow until
+// the references hold, so the limit comes back: from 8s after the change,
+// probes left out, its mean is at least 3/4 of C and it never falls below
+// C/2 (without the probe it stayed at Min for seconds). It comes back
+// about C or above, on references partly taken above it: over 9,000 runs
+// the mean was 13.4 to 27.3, median 19.4.
 func TestAdaptiveJobsGetDearer(t *testing.T) {
 	const c, change, d = 16, 20 * time.Second, 40 * time.Second
 	repos := simRepos(300*time.Millisecond, constant(0.1))
