@@ -233,6 +233,30 @@ func TestAdaptiveTarget(t *testing.T) {
 	}
 }
 
+// TestAdaptiveZeroSeatTimes: jobs that take no time at all (a handler that
+// does not block, in a synctest bubble) leave the limit a number: a probe
+// whose jobs all took none, while short is 0 (at a limit of 1 seat a
+// sample is all of short), does not anchor the baseline at 0, and the next
+// sample's target is not 0/0.
+func TestAdaptiveZeroSeatTimes(t *testing.T) {
+	s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 100, Initial: 1}})
+	must(t, err)
+	defer s.Close(context.Background())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.adaptive
+	a.short, a.probing, a.saved, a.probeLeft = 0, true, 1, 1
+	s.stepLocked(true, &job{probed: true}, 0, 1) // the probe's last job, and its verdict: m = 0
+	if a.probing || a.baseline != 1 {
+		t.Fatalf("after the probe: probing %v, baseline %v (want false and 1)", a.probing, a.baseline)
+	}
+	a.probeEvery = 1e9
+	s.stepLocked(true, &job{}, 2, 1)
+	if math.IsNaN(a.limit) || a.limit < 1 || a.limit > 100 {
+		t.Fatalf("limit %v after a sample, want a number in [1, 100]", a.limit)
+	}
+}
+
 // TestAdaptiveExplainedFall: a probe that a fall brought on and that found
 // the references sound lets the limit fall to the probe's limit without
 // another probe; its mean inflation waits until short has come down to

@@ -96,9 +96,11 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 // baseline: short, the inflation at the limit, is at most Tolerance^1.5
 // times m, the inflation at half of it, so the load costs nothing and
 // what inflation there is comes from the references (see the package
-// doc).
+// doc). A probe whose jobs all took no time at all (m = 0, as in a
+// synctest bubble) anchors nothing: a baseline of 0 would make the target
+// 0/0 once short is 0 too.
 func (a *adaptive) anchors(m float64) bool {
-	return a.short <= a.cfg.Tolerance*math.Sqrt(a.cfg.Tolerance)*m
+	return m > 0 && a.short <= a.cfg.Tolerance*math.Sqrt(a.cfg.Tolerance)*m
 }
 
 // explainFall is the verdict of a probe that a fall of the limit brought
