@@ -213,12 +213,7 @@ func TestAdaptiveTarget(t *testing.T) {
 		{"calm for a round: a quarter up whatever the sample", 10, 10, 1, 1.2, 1, true, 15},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 100, Initial: 16}})
-			must(t, err)
-			defer s.Close(context.Background())
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			a := s.adaptive
+			s, a := lockedAdaptive(t, 16)
 			a.limit, a.load, a.short, a.calm, a.mark = c.limit, c.load, c.short, c.calm, c.limit
 			a.probeEvery = 1e9
 			s.stepLocked(c.used, &job{}, c.x, 1)
@@ -233,18 +228,26 @@ func TestAdaptiveTarget(t *testing.T) {
 	}
 }
 
+// lockedAdaptive is a new adaptive scheduler (Max 100) and its controller,
+// with the scheduler's mutex held until the test ends, for tests that
+// drive stepLocked by hand.
+func lockedAdaptive(t *testing.T, initial int) (*Scheduler, *adaptive) {
+	t.Helper()
+	s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 100, Initial: initial}})
+	must(t, err)
+	t.Cleanup(func() { s.Close(context.Background()) })
+	s.mu.Lock()
+	t.Cleanup(s.mu.Unlock)
+	return s, s.adaptive
+}
+
 // TestAdaptiveZeroSeatTimes: jobs that take no time at all (a handler that
 // does not block, in a synctest bubble) leave the limit a number: a probe
 // whose jobs all took none, while short is 0 (at a limit of 1 seat a
 // sample is all of short), does not anchor the baseline at 0, and the next
 // sample's target is not 0/0.
 func TestAdaptiveZeroSeatTimes(t *testing.T) {
-	s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 100, Initial: 1}})
-	must(t, err)
-	defer s.Close(context.Background())
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a := s.adaptive
+	s, a := lockedAdaptive(t, 1)
 	a.short, a.probing, a.saved, a.probeLeft = 0, true, 1, 1
 	s.stepLocked(true, &job{probed: true}, 0, 1) // the probe's last job, and its verdict: m = 0
 	if a.probing || a.baseline != 1 {
