@@ -352,7 +352,8 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 		s.startProbeLocked(now)
 		return
 	}
-	if a.short > math.Sqrt(a.cfg.Tolerance)*a.baseline {
+	noise := math.Sqrt(a.cfg.Tolerance) * a.baseline // inflation past this is more than noise
+	if a.short > noise {
 		a.calm = 0
 	} else {
 		a.calm += 1 / max(a.limit, 1)
@@ -373,7 +374,7 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 			return
 		}
 		target = a.limit + a.cfg.Headroom*math.Sqrt(a.limit)
-		if x > math.Sqrt(a.cfg.Tolerance)*a.baseline {
+		if x > noise {
 			target = min(target, implied)
 		}
 		if a.calm >= 1 {
