@@ -117,7 +117,12 @@
 //     clones admission is O(1) instead of a sift through a heap of all
 //     flows; heads are promoted one Interval after another. What is in
 //     order costs O(1) and touches no other element; the rest costs a heap
-//     operation. Scheduler.running, the running jobs by start tag (for
+//     operation. Completions break the order of flows: a key's V_k then
+//     moves by what its job really took less its estimate, so with many
+//     keys whose seat times vary, flows come back in no order and the
+//     type's flows are a heap in practice (BenchmarkKeys, one job per key:
+//     from 100 keys on, 99 % of arrivals enter the heap; see
+//     benchmarks/ADMISSION.md, session 13). Scheduler.running, the running jobs by start tag (for
 //     V_sys), is a ringheap.Heap alone.
 //   - Scheduler.lengths: keys with queued jobs bucketed by their count, for
 //     push-out (a lengths.Buckets; each key keeps its lengths.Handle).
