@@ -122,8 +122,8 @@
 //     keys whose seat times vary, flows come back in no order and the
 //     type's flows are a heap in practice (BenchmarkKeys, one job per key:
 //     from 100 keys on, 99 % of arrivals enter the heap; see
-//     benchmarks/ADMISSION.md, session 13). Scheduler.running, the running jobs by start tag (for
-//     V_sys), is a ringheap.Heap alone.
+//     benchmarks/ADMISSION.md, session 13). Scheduler.running, the running
+//     jobs by start tag (for V_sys), is a ringheap.Heap alone.
 //   - Scheduler.lengths: keys with queued jobs bucketed by their count, for
 //     push-out (a lengths.Buckets; each key keeps its lengths.Handle).
 //   - Blocked work waits where its blocker is. A job whose resource does not

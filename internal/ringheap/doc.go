@@ -41,7 +41,10 @@
 // when jobs cost alike, and promotions come a fixed interval apart. An
 // element whose key is not less than the ring's last key joins the back of
 // the ring in O(1) and touches no other element; only the rest pay a heap
-// operation (see [Queue]).
+// operation (see [Queue]). The flows are in order only while their jobs'
+// seat times are alike: with many callers whose seat times vary, nearly
+// every flow goes to the heap of a Dense (the admission package doc says
+// why, and benchmarks/ADMISSION.md measured it).
 //
 // # Why Dense
 //
