@@ -21,11 +21,10 @@ func (s *Scheduler) dispatchLocked(now int64, wake []*job) []*job {
 	}
 	s.refreshPressureLocked(now)
 	for s.inUse < s.cfg.Capacity {
-		f := s.pickLocked()
+		f, j := s.pickLocked()
 		if f == nil {
 			break
 		}
-		j := f.jobs.Top()
 		if s.adaptive != nil && s.shedQueuedLocked(j, now) {
 			j.err = s.rejectLocked(ErrOverloaded, false, j.typ, j.key, now)
 			s.counters.RejectedOverload++
@@ -50,10 +49,11 @@ func (s *Scheduler) dispatchLocked(now int64, wake []*job) []*job {
 	return wake
 }
 
-// pickLocked returns the flow whose head goes next, or nil. Types at their
-// cap, and non-urgent work of tiers at their cap, are skipped whole; each
-// type's heap top is its best flow, so this is one comparison per type.
-func (s *Scheduler) pickLocked() *flow {
+// pickLocked returns the flow whose head goes next and that head (read
+// from the flow's sort key: see sortKey), or nils. Types at their cap, and
+// non-urgent work of tiers at their cap, are skipped whole; each type's
+// heap top is its best flow, so this is one comparison per type.
+func (s *Scheduler) pickLocked() (*flow, *job) {
 	var best *flow
 	var bestKey *sortKey
 	for _, t := range s.ready {
@@ -70,7 +70,10 @@ func (s *Scheduler) pickLocked() *flow {
 			best, bestKey = t.flows.Top(), k
 		}
 	}
-	return best
+	if best == nil {
+		return nil, nil
+	}
+	return best, bestKey.head
 }
 
 // resourceLocked returns the conflict-table entry of j's resource, or nil

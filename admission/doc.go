@@ -145,9 +145,11 @@
 //     (flowPrefix, in flowheap.go: urgency, effective priority, MinSeats
 //     status and V_k, in that order, V_k to a relative 2^-34), four
 //     children to a cache line; only slots whose abbreviations tie compare
-//     the whole keys, which the Dense keeps by handle. A sift then writes
-//     positions into the Dense's own array, never into a moved flow, and
-//     reads one line of slots a level where whole keys took three or four.
+//     the whole keys, which the Dense keeps by handle (they also name the
+//     flow's head job, so that dispatch reaches it from there). A sift then
+//     writes positions into the Dense's own array, never into a moved flow,
+//     and reads one line of slots a level where whole keys took three or
+//     four.
 //   - An arrival when nothing at all is queued, if it may start, is the job
 //     dispatch would pick; it takes its seat without entering these
 //     structures (the uncontended case).

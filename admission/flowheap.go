@@ -9,6 +9,17 @@ import (
 // sortKey is a flow's place in the dispatch order at its last sync (see
 // lessKey): the head's rank, its key's MinSeats status and virtual time, and
 // the head's age and sequence.
+//
+// It also holds the head itself, which does not order anything. The type's
+// flowQueue keeps the key by handle beside the flow, so dispatch reads the
+// head's record there, without waiting first for the flow's record and then
+// its queue's ring. With thousands of keys none of those is in the cache.
+// This is a copy of what the flow's queue holds, so the house rule for
+// shortcuts applies. It stays because it won at least 5 % at 10,000 keys:
+// BenchmarkKeys/keys=10000 in interleaved rounds was 5.1 % faster (p<0.001,
+// 16 rounds), with no significant change at 10 keys; session 11's four
+// runs had measured −6.9, −10.5, −1.8 (n.s.) and −4.5 % (benchmarks/
+// ADMISSION.md, session 13).
 type sortKey struct {
 	v        float64 // key.v
 	headAt   int64   // head's aging start, Unix nanoseconds
@@ -16,6 +27,7 @@ type sortKey struct {
 	eff      Priority
 	urgent   bool
 	belowMin bool
+	head     *job // the head, as above; nil in a key built only to compare (resource.go)
 }
 
 // lessKey is the dispatch order of two flows' heads: urgent first (oldest
@@ -43,9 +55,11 @@ func lessKey(a, b *sortKey) bool {
 }
 
 // flowSortKey is f's sort key as of now: the rank syncFlowLocked stored in
-// f, its key's virtual time and MinSeats status, its head's age.
+// f, its key's virtual time and MinSeats status, its head's age, and the
+// head.
 func flowSortKey(f *flow) sortKey {
-	return sortKey{v: f.key.v, headAt: f.headAgingAt(), headSeq: f.jobs.TopKey().seq, eff: f.eff, urgent: f.urgent, belowMin: f.key.belowMin()}
+	hk, h := f.jobs.Peek()
+	return sortKey{v: f.key.v, headAt: f.headAgingAt(), headSeq: hk.seq, eff: f.eff, urgent: f.urgent, belowMin: f.key.belowMin(), head: h}
 }
 
 // headAgingAt is the aging start of f's best job, read from its order key
