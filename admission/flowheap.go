@@ -59,15 +59,17 @@ func lessKey(a, b *sortKey) bool {
 // head.
 func flowSortKey(f *flow) sortKey {
 	hk, h := f.jobs.Peek()
-	return sortKey{v: f.key.v, headAt: f.headAgingAt(), headSeq: hk.seq, eff: f.eff, urgent: f.urgent, belowMin: f.key.belowMin(), head: h}
+	return sortKey{v: f.key.v, headAt: f.agingAt(hk, h), headSeq: hk.seq, eff: f.eff, urgent: f.urgent, belowMin: f.key.belowMin(), head: h}
 }
 
-// headAgingAt is the aging start of f's best job, read from its order key
-// in the flow's queue, so that ordering flows reads no job record; only a
-// ShortestFirst key is shifted by the job's cost, and then it comes from
-// the job.
-func (f *flow) headAgingAt() int64 {
-	hk, h := f.jobs.Peek()
+// headAgingAt is the aging start of f's best job (see agingAt).
+func (f *flow) headAgingAt() int64 { return f.agingAt(f.jobs.Peek()) }
+
+// agingAt is the aging start of h, f's best job, whose order key in the
+// flow's queue is hk: read from hk, so that ordering flows reads no job
+// record; only a ShortestFirst key is shifted by the job's cost, and then
+// it comes from the job.
+func (f *flow) agingAt(hk *jobKey, h *job) int64 {
 	if f.typ.smithA > 0 {
 		return h.agingAt
 	}
