@@ -187,6 +187,10 @@ type adaptive struct {
 	samples  uint64
 	weak     uint64
 	epoch    uint32 // bumped by a probe that finds the references stale (probe.go)
+	// unconfirmed is set by a stale verdict and cleared by the next sound
+	// one, which brings one more probe: only a second sound verdict in a
+	// row lets the probes go quiet (probe.go).
+	unconfirmed bool
 	// lowered is set when the limit went below the seats in use (running
 	// work is never pre-empted); the test-only invariant checks then allow
 	// the excess.

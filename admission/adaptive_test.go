@@ -303,6 +303,45 @@ func TestAdaptiveExplainedFall(t *testing.T) {
 	}
 }
 
+// TestAdaptiveSoundAfterStale: after a stale verdict the probes go quiet
+// only on the second sound verdict in a row; the first brings one more
+// probe (its jobs may all be ones whose references were taken again).
+func TestAdaptiveSoundAfterStale(t *testing.T) {
+	s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 100, Initial: 20}})
+	must(t, err)
+	defer s.Close(context.Background())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.adaptive
+	quiet := float64(a.cfg.ProbeInterval)
+	j := &job{probed: true}
+	for i, st := range []struct {
+		x     float64 // the inflation of every job of the probe
+		every float64 // rounds to the next probe after its verdict
+		epoch uint32
+	}{
+		{1, quiet, 0},         // sound
+		{2, minProbeEvery, 1}, // stale
+		{1, minProbeEvery, 1}, // sound, the first after a stale one: once more
+		{1, quiet, 1},         // sound again
+		{2, minProbeEvery, 2},
+		{2, minProbeEvery, 3},
+		{1, minProbeEvery, 3},
+		{2, minProbeEvery, 4}, // stale again before the confirmation
+		{1, minProbeEvery, 4},
+		{1, quiet, 4},
+	} {
+		a.short, a.baseline = st.x, st.x // so that the probe's m anchors
+		s.startProbeLocked(s.now())
+		for a.probing {
+			s.probeSampleLocked(j, st.x, s.now())
+		}
+		if a.probeEvery != st.every || a.epoch != st.epoch {
+			t.Fatalf("probe %d (inflation %v): next in %v rounds, epoch %d; want %v and %d", i, st.x, a.probeEvery, a.epoch, st.every, st.epoch)
+		}
+	}
+}
+
 // TestAdaptiveReferenceCeiling: a completion takes or moves a reference
 // only at a load of at most limit/Tolerance (the ceiling), or, above it,
 // when it ran at a lower load than the reference's and faster. Each step

@@ -372,7 +372,8 @@
 // sqrt(Tolerance) references that are stale (the jobs got dearer: they are
 // slow at half the load too), and either way the next probe comes five rounds
 // later; otherwise the references hold, and the next comes ProbeInterval
-// rounds later (1000). The bound is sqrt(Tolerance), not Tolerance, because
+// rounds later (1000; after a stale verdict, only once a second sound
+// verdict in a row confirms the first, see below). The bound is sqrt(Tolerance), not Tolerance, because
 // the limit settles at about Tolerance·r·C, r being the references' own
 // inflation: held within sqrt(Tolerance), the limit stays under
 // Tolerance^1.5·C, about 1.15·C. The verdict also re-anchors the baseline:
@@ -391,19 +392,22 @@
 // (TestAdaptiveJobsGetDearer failed about once in 1,500 runs, and once in
 // 10,500 since). What that rule cannot reach is a stale reference taken at
 // a load below any the flood runs at (the probes before the change took
-// most at half the limit): only a later probe's few jobs undercut it, and
-// when a probe happens to draw jobs whose references were already taken
-// again, its sound verdict ends the quick probes with a third of the
-// references still stale, which can hold the limit near half of C for
-// seconds (the test failed 3 times in 10,000 runs, as measured in
-// benchmarks/ADMISSION.md, session 14, where three wider rules for retaking
-// stale references were measured and not kept). A slower completion at a
-// lower load is not taken on a sound verdict: it may be a server that
-// slowed down. A fall of the limit
-// by a fifth since the last probe brings the next one to within five
-// rounds too: the fall is congestion or jobs that got dearer, and only a
-// probe tells them apart (the dearer jobs' references are taken again and the
-// limit comes back). When the probe a fall brought on finds the references
+// most at half the limit): only a later probe's few jobs undercut it. And
+// a probe that happens to draw jobs whose references were already taken
+// again finds them sound; that verdict used to end the quick probes with a
+// third of the references still stale, which could hold the limit near
+// half of C for seconds. So the first sound verdict after a stale one
+// brings one more probe, and only a second in a row lets the probes go
+// quiet: in 3,000 runs of the test's scenario, the runs whose mean limit
+// from 28 s stayed under 17 seats went from 41 to 5, for one more probe
+// after each stale episode (the test failed 3 times in 10,000 runs before,
+// 2 in 20,000 since; benchmarks/ADMISSION.md, session 14, also measured
+// three wider rules for retaking stale references, none kept). A slower
+// completion at a lower load is not taken on a sound verdict: it may be a
+// server that slowed down. A fall of the limit by a fifth since the last
+// probe brings the next one to within five rounds too: the fall is
+// congestion or jobs that got dearer, and only a probe tells them apart
+// (the dearer jobs' references are taken again and the limit comes back). When the probe a fall brought on finds the references
 // sound, and they were held sound before (the probes had gone quiet: a sound
 // verdict held for five rounds, as long as the next quick probe would have
 // waited; while they come every five rounds, references are still being

@@ -17,9 +17,14 @@ import "math"
 // those were taken under congestion; if more than sqrt(Tolerance) times
 // slower, the jobs got dearer; either way the next probe comes after
 // minProbeEvery rounds. Otherwise the references hold, and the next comes
-// after AdaptiveConfig.ProbeInterval rounds. A stale verdict also starts a
-// new epoch: a reference taken before it is replaced by a completion at a
-// lower load, faster or not (sampleLocked). (The package doc says why
+// after AdaptiveConfig.ProbeInterval rounds; but not on the first sound
+// verdict after a stale one: the eight or so jobs a probe draws may all be
+// ones whose references were already taken again while others are still
+// stale, so one more probe follows minProbeEvery rounds later (and does
+// not explain a fall), and only a second sound verdict in a row lets the
+// probes go quiet. A stale verdict also starts a new epoch: a reference
+// taken before it is replaced by a completion at a lower load, faster or
+// not (sampleLocked). (The package doc says why
 // sqrt(Tolerance), and how the verdict re-anchors the baseline.) A fall of
 // the limit by a fifth since the last probe also brings the next one to
 // within minProbeEvery rounds: the ceiling keeps a falling limit from taking
@@ -82,6 +87,10 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	case m > math.Sqrt(a.cfg.Tolerance):
 		a.probeEvery = minProbeEvery // stale references (dearer jobs): probe again soon
 		a.epoch++
+		a.unconfirmed = true
+	case a.unconfirmed:
+		a.probeEvery = minProbeEvery // sound, but its jobs may be the ones taken again: once more
+		a.unconfirmed = false
 	default:
 		a.probeEvery = float64(a.cfg.ProbeInterval)
 		if a.fell {
