@@ -373,10 +373,11 @@
 // slow at half the load too), and either way the next probe comes five rounds
 // later; otherwise the references hold, and the next comes ProbeInterval
 // rounds later (1000; after a stale verdict, only once a second sound
-// verdict in a row confirms the first, see below). The bound is sqrt(Tolerance), not Tolerance, because
-// the limit settles at about Tolerance·r·C, r being the references' own
-// inflation: held within sqrt(Tolerance), the limit stays under
-// Tolerance^1.5·C, about 1.15·C. The verdict also re-anchors the baseline:
+// verdict in a row confirms the first, see below). The bound is
+// sqrt(Tolerance), not Tolerance, because the limit settles at about
+// Tolerance·r·C, r being the references' own inflation: held within
+// sqrt(Tolerance), the limit stays under Tolerance^1.5·C, about 1.15·C.
+// The verdict also re-anchors the baseline:
 // when short, the inflation at the limit, is at most Tolerance^1.5 times m,
 // the inflation at half of it, the load costs nothing and what inflation
 // there is comes from the references, so the baseline becomes m; the limit
@@ -407,8 +408,9 @@
 // server that slowed down. A fall of the limit by a fifth since the last
 // probe brings the next one to within five rounds too: the fall is
 // congestion or jobs that got dearer, and only a probe tells them apart
-// (the dearer jobs' references are taken again and the limit comes back). When the probe a fall brought on finds the references
-// sound, and they were held sound before (the probes had gone quiet: a sound
+// (the dearer jobs' references are taken again and the limit comes
+// back). When the probe a fall brought on finds the references sound,
+// and they were held sound before (the probes had gone quiet: a sound
 // verdict held for five rounds, as long as the next quick probe would have
 // waited; while they come every five rounds, references are still being
 // taken again, and a verdict vouches only for those it sampled), jobs run at

@@ -24,8 +24,8 @@ import "math"
 // not explain a fall), and only a second sound verdict in a row lets the
 // probes go quiet. A stale verdict also starts a new epoch: a reference
 // taken before it is replaced by a completion at a lower load, faster or
-// not (sampleLocked). (The package doc says why
-// sqrt(Tolerance), and how the verdict re-anchors the baseline.) A fall of
+// not (sampleLocked). (The package doc says why sqrt(Tolerance), and how
+// the verdict re-anchors the baseline.) A fall of
 // the limit by a fifth since the last probe also brings the next one to
 // within minProbeEvery rounds: the ceiling keeps a falling limit from taking
 // congested references, so a fall is the server's congestion or jobs that
