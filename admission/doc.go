@@ -401,8 +401,8 @@
 // brings one more probe, and only a second in a row lets the probes go
 // quiet: in 3,000 runs of the test's scenario, the runs whose mean limit
 // from 28 s stayed under 17 seats went from 41 to 5, for one more probe
-// after each stale episode (the test failed 3 times in 10,000 runs before,
-// 2 in 20,000 since; benchmarks/ADMISSION.md, session 14, also measured
+// after each stale episode (the test failed 5 times in 20,000 runs before,
+// 3 in 30,000 since; benchmarks/ADMISSION.md, session 14, also measured
 // three wider rules for retaking stale references, none kept). A slower
 // completion at a lower load is not taken on a sound verdict: it may be a
 // server that slowed down. A fall of the limit by a fifth since the last
