@@ -25,15 +25,15 @@ import "math"
 // probes go quiet. A stale verdict also starts a new epoch: a reference
 // taken before it is replaced by a completion at a lower load, faster or
 // not (sampleLocked). (The package doc says why sqrt(Tolerance), and how
-// the verdict re-anchors the baseline.) A fall of
-// the limit by a fifth since the last probe also brings the next one to
-// within minProbeEvery rounds: the ceiling keeps a falling limit from taking
-// congested references, so a fall is the server's congestion or jobs that
-// got dearer, and only a probe tells the second apart (their references are
+// the verdict re-anchors the baseline.) A fall of the limit by a fifth
+// since the last probe also brings the next one to within minProbeEvery
+// rounds: the ceiling keeps a falling limit from taking congested
+// references, so a fall is the server's congestion or jobs that got
+// dearer, and only a probe tells the second apart (their references are
 // taken again, at the dearer time, and the limit comes back). When that
-// probe finds the references sound, the fall is congestion, and the limit
-// may go on falling to the probe's own limit without another
-// (explainFall).
+// probe finds the references sound (and is not the first sound verdict
+// after a stale one), the fall is congestion, and the limit may go on
+// falling to the probe's own limit without another (explainFall).
 
 // A probe sets the limit to probeDepth of itself: below the true capacity
 // C from any limit under 2·C, so its jobs take their uncongested time;
