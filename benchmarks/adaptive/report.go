@@ -99,12 +99,17 @@ func (o Outcome) Verdict() []string {
 	out = append(out, fmt.Sprintf("Best fixed capacity: %s (goodput %.2f, p99 %v).", best.Name, best.Goodput, ms(best.P99)),
 		fmt.Sprintf("fairseat adaptive: goodput %.1f%% of it (goal ≥ 95%%: %s), p99 %.2f× (goal ≤ 1.5×: %s).",
 			100*g, met(g >= 0.95), p, met(p <= 1.5)))
-	oracle := -1.0
+	oracle, late := -1.0, -1.0
 	for i, e := range o.Entries {
-		if e.Oracle {
-			oracle = o.Results[i].Goodput
+		switch g := o.Results[i].Goodput; {
+		case e.Oracle && e.Late == 0:
+			oracle = g
 			out = append(out, fmt.Sprintf("The oracle: goodput %.2f; fairseat adaptive %.2f%% of it (the rest is what reaching the limit late and probing cost).",
-				oracle, 100*us.Goodput/oracle))
+				g, 100*us.Goodput/g))
+		case e.Oracle:
+			late = g
+			out = append(out, fmt.Sprintf("The oracle %v late: goodput %.2f; fairseat adaptive %.2f%% of it (the rest is what its own delay and probing cost).",
+				e.Late, g, 100*us.Goodput/g))
 		}
 	}
 	for i, e := range o.Entries {
@@ -127,8 +132,11 @@ func (o Outcome) Verdict() []string {
 		if len(behind) > 0 {
 			s += "; behind on " + strings.Join(behind, ", ")
 		}
-		if oracle >= 0 && r.Goodput > oracle {
+		switch {
+		case oracle >= 0 && r.Goodput > oracle:
 			s += fmt.Sprintf(" (its goodput is above the oracle's %.2f: work done faster than C)", oracle)
+		case late >= 0 && r.Goodput > late && us.Goodput < r.Goodput:
+			s += fmt.Sprintf(" (its goodput is above the late oracle's %.2f: no limiter that holds to C and learns it from completions is ahead of it)", late)
 		}
 		out = append(out, s+".")
 	}
@@ -199,7 +207,7 @@ func SVG(outs []Outcome) string {
 		left, right    = 60, 230
 		top, gap, maxY = 40, 70, 80.0
 	)
-	colors := []string{"#bbbbbb", "#888888", "#555555", "#e6ab02", "#d62728", "#1f77b4", "#2ca02c", "#9467bd"}
+	colors := []string{"#bbbbbb", "#888888", "#555555", "#e6ab02", "#f4d27a", "#d62728", "#1f77b4", "#2ca02c", "#9467bd"}
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	height := top + len(outs)*(panelH+gap)
@@ -280,6 +288,9 @@ neither fairness keys nor job IDs: their queue is one FIFO (go-concurrency-limit
 failsafe-go's semaphore). The oracle is fairseat with a fixed capacity of Tolerance·C, rounded (18
 seats for C = 16, 9 for C = 8), set anew at the very instant C changes: where fairseat adaptive
 settles, reached with no delay and no probe, the goodput of a limiter that holds to C and knows it.
+The late oracle is the same, set 0.1 s after C changes (OracleLate in limiters.go: about when the
+first completions of jobs started after the change reach a limiter): the goodput of a limiter that
+holds to C and learns it from its completions, as the adaptive ones do, with no delay of its own.
 Columns: goodput is the base time of the work done per second, in seats (C, but for the moments
 above); latency is from the request to its end (wait and seat time) over both clients; the light
 client's p99 wait is its wait for a seat; the mean limit is over the measured window. The goal
