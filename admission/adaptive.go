@@ -164,6 +164,7 @@ type AdaptiveSnapshot struct {
 	Min, Max  int
 	Inflation float64 // short-term mean inflation of the samples (1 = jobs take their reference time)
 	Baseline  float64 // inflation of jobs seen at no more load than their reference's: the noise level
+	Noise     float64 // how a job's seat time varies at a given load: the standard deviation of its log (0 where times do not vary)
 	Samples   uint64  // completions that fed the controller
 	Weak      uint64  // completions that did not (no reference yet for their type and job ID)
 	Shedding  bool    // queue-delay shedding is refusing the heaviest keys' arrivals
@@ -183,6 +184,7 @@ type adaptive struct {
 	short    float64 // EMA of sample inflation over about one round (limit samples)
 	load     float64 // EMA of the same samples' loads (job.load), with short's weights
 	baseline float64 // EMA of the inflation of samples at or below their reference's load; a probe may re-anchor it
+	noise    float64 // EMA of the variance of a job's log seat time at a given load (noteNoise)
 	calm     float64 // rounds (a sample adds 1/limit) since short was last above sqrt(Tolerance)·baseline (not probing)
 	samples  uint64
 	weak     uint64
@@ -279,6 +281,7 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	used := s.queued > 0 || float64(s.inUse+1) >= a.cfg.UsedFraction*float64(s.cfg.Capacity)
 	a.samples++
 	x := observed / e.ref
+	a.noteNoise(e, observed, j.load)
 	// A sample Tolerance times faster than its reference measures a
 	// reference taken under congestion, not noise: it stays out of the
 	// baseline.
@@ -289,7 +292,7 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	// references, not the congestion at the limit, and would read as a
 	// server with room to spare just as the probe gives the seats back.
 	if !j.probed {
-		w := 2 / (max(a.limit, 1) + 1)
+		w := 2 / (max(a.limit, minShortSamples) + 1)
 		a.short += w * (x - a.short)
 		a.load += w * (float64(j.load) - a.load)
 	}
@@ -300,6 +303,34 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 
 // baselineAlpha is the weight of one sample in the noise baseline.
 const baselineAlpha = 0.05
+
+// minShortSamples is the fewest samples short averages over, however low
+// the limit: at a limit of one or two seats a round is one or two jobs,
+// and where seat times vary short was then the last job's inflation,
+// congested for every job slower than its reference. With seat times
+// spread log-normally by 0.5, C = 16 and the limit started at Min = 1
+// (TestAdaptiveNoisySeatTimes), it stayed at 1 to 3 seats for the first
+// 15 s in two runs of five, whose goodput over 40 s was 4.4 seats; with
+// eight, it reached 14 to 24 seats by 9 s in all five.
+const minShortSamples = 8
+
+// noteNoise folds a sample of e, a job that held its seat for observed
+// seconds at load seats in use, into the noise estimate: two successive
+// samples of one (type, job ID) at the same load differ only by how seat
+// times vary, so half their squared difference in log is an estimate of
+// that variance (0 where times do not vary; a job that got dearer adds
+// one such estimate, not one per later sample). A probe's verdict allows
+// for it (probe.go).
+func (a *adaptive) noteNoise(e *costEntry, observed float64, load int32) {
+	if e.lastLoad == load && e.last > 0 && observed > 0 {
+		d := math.Log(observed / e.last)
+		a.noise += noiseAlpha * (d*d/2 - a.noise)
+	}
+	e.last, e.lastLoad = observed, load
+}
+
+// noiseAlpha is the weight of one pair of samples in the noise estimate.
+const noiseAlpha = 0.01
 
 // refCeilingLocked is the highest load at which a completion may take or
 // move a reference, or feed the baseline: limit/Tolerance, which is the
@@ -578,7 +609,7 @@ func (s *Scheduler) holdsShareLocked(k *keyState) bool {
 // snapshotLocked is the controller's part of a Snapshot.
 func (a *adaptive) snapshotLocked(s *Scheduler) *AdaptiveSnapshot {
 	snap := &AdaptiveSnapshot{Limit: a.limit, Min: a.cfg.Min, Max: a.cfg.Max, Inflation: a.short, Baseline: a.baseline,
-		Samples: a.samples, Weak: a.weak, Shedding: a.shedding && s.queued > 0, Probing: a.probing,
+		Noise: math.Sqrt(a.noise), Samples: a.samples, Weak: a.weak, Shedding: a.shedding && s.queued > 0, Probing: a.probing,
 		History: make([]CapacityChange, 0, a.histN)}
 	for i := range a.histN {
 		c := a.hist[(a.histAt+i)%CapacityHistory]

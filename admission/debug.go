@@ -186,6 +186,7 @@ type debugAdaptive struct {
 	Max       int                   `json:"max"`
 	Inflation float64               `json:"inflation"`
 	Baseline  float64               `json:"baseline"`
+	Noise     float64               `json:"noise"`
 	Samples   uint64                `json:"samples"`
 	Weak      uint64                `json:"weak_samples"`
 	Shedding  bool                  `json:"shedding"`
@@ -215,7 +216,7 @@ func debugView(s Snapshot) debugSnapshot {
 	}
 	if a := s.Adaptive; a != nil {
 		v.Adaptive = &debugAdaptive{Limit: a.Limit, Min: a.Min, Max: a.Max, Inflation: a.Inflation, Baseline: a.Baseline,
-			Samples: a.Samples, Weak: a.Weak, Shedding: a.Shedding, Probing: a.Probing, History: make([]debugCapacityChange, 0, len(a.History))}
+			Noise: a.Noise, Samples: a.Samples, Weak: a.Weak, Shedding: a.Shedding, Probing: a.Probing, History: make([]debugCapacityChange, 0, len(a.History))}
 		for i := len(a.History) - 1; i >= 0; i-- {
 			v.Adaptive.History = append(v.Adaptive.History, debugCapacityChange(a.History[i]))
 		}
@@ -320,7 +321,7 @@ const debugBody = `
 <p><meter id="seat-meter" min="0" max="{{.Capacity}}" value="{{.InUse}}"></meter>
 <b><span id="in-use">{{.InUse}}</span> / <span id="capacity">{{.Capacity}}</span></b> seats in use,
 <b id="queued">{{.Queued}}</b> queued, system virtual time <b id="vsys">{{secs .SystemVirtualSeconds}}</b> s.</p>
-<p id="adaptive-line">{{with .Adaptive}}Adaptive capacity: limit <b>{{printf "%.1f" .Limit}}</b> in [{{.Min}}, {{.Max}}], inflation {{printf "%.2f" .Inflation}} (baseline {{printf "%.2f" .Baseline}}), {{.Samples}} samples, {{.Weak}} without a reference{{if .Probing}}, probing (limit halved for a round){{end}}{{if .Shedding}}, <b>shedding the heaviest keys' arrivals</b>{{end}}.{{else}}Fixed capacity.{{end}}</p>
+<p id="adaptive-line">{{with .Adaptive}}Adaptive capacity: limit <b>{{printf "%.1f" .Limit}}</b> in [{{.Min}}, {{.Max}}], inflation {{printf "%.2f" .Inflation}} (baseline {{printf "%.2f" .Baseline}}, noise {{printf "%.2f" .Noise}}), {{.Samples}} samples, {{.Weak}} without a reference{{if .Probing}}, probing (limit halved for a round){{end}}{{if .Shedding}}, <b>shedding the heaviest keys' arrivals</b>{{end}}.{{else}}Fixed capacity.{{end}}</p>
 <table><thead><tr><th>Limit changed at</th><th>From</th><th>To</th><th>Reason</th></tr></thead>
 <tbody id="history-body">{{with .Adaptive}}{{range .History}}
 <tr><td>{{.Time.Format "15:04:05.000"}}</td><td>{{.Previous}}</td><td>{{.New}}</td><td>{{.Reason}}</td></tr>{{else}}
@@ -441,7 +442,7 @@ const debugScript = `
     var a = s.adaptive;
     if (a) {
       set("adaptive-line", "Adaptive capacity: limit " + a.limit.toFixed(1) + " in [" + a.min + ", " + a.max +
-        "], inflation " + a.inflation.toFixed(2) + " (baseline " + a.baseline.toFixed(2) + "), " + a.samples +
+        "], inflation " + a.inflation.toFixed(2) + " (baseline " + a.baseline.toFixed(2) + ", noise " + a.noise.toFixed(2) + "), " + a.samples +
          " samples, " + a.weak_samples + " without a reference" + (a.probing ? ", probing (limit halved for a round)" : "") +
         (a.shedding ? ", shedding the heaviest keys' arrivals." : "."));
     } else {

@@ -15,7 +15,8 @@ import "math"
 // limit. Its samples say whether the references were sound: if the jobs it
 // admitted ran more than sqrt(Tolerance) times faster than their references,
 // those were taken under congestion; if more than sqrt(Tolerance) times
-// slower, the jobs got dearer; either way the next probe comes after
+// slower, the jobs got dearer (either beyond chance too, where seat times
+// vary: verdictZ); either way the next probe comes after
 // minProbeEvery rounds. Otherwise the references hold, and the next comes
 // after AdaptiveConfig.ProbeInterval rounds; but not on the first sound
 // verdict after a stale one: the eight or so jobs a probe draws may all be
@@ -81,10 +82,11 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	if a.anchors(m) {
 		a.baseline = m
 	}
+	chance := verdictZ * math.Sqrt(2*a.noise/float64(a.probeN))
 	switch {
-	case m < 1/math.Sqrt(a.cfg.Tolerance):
+	case m < 1/math.Sqrt(a.cfg.Tolerance) && m < 1-chance:
 		a.probeEvery = minProbeEvery // congested references: probe again soon
-	case m > math.Sqrt(a.cfg.Tolerance):
+	case m > math.Sqrt(a.cfg.Tolerance) && m > 1+chance:
 		a.probeEvery = minProbeEvery // stale references (dearer jobs): probe again soon
 		a.epoch++
 		a.unconfirmed = true
@@ -100,6 +102,19 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	a.fell = false
 	s.setLimitLocked(a.saved, CapacityProbe, now)
 }
+
+// verdictZ is how many standard errors of chance a probe's mean inflation
+// must lie beyond 1 for a verdict of stale or congested references. A
+// job's inflation is its seat time over its reference's, each varying by
+// the noise (adaptive.noteNoise), so a mean of n of them has a standard
+// error of about sqrt(2·noise/n). Where seat times vary, the mean of a
+// probe's eight or so jobs strays past sqrt(Tolerance) by chance: with a
+// log-normal spread of 0.5, most verdicts found the references stale or
+// congested, probes came every five rounds, and in benchmarks/adaptive's
+// noisy slow disk they cost 6.8 % of the goodput (0.36 % with the
+// allowance). Where times do not vary, noise is about 0 and the bounds
+// alone decide.
+const verdictZ = 2
 
 // anchors reports whether a probe's mean inflation m may become the
 // baseline: short, the inflation at the limit, is at most Tolerance^1.5

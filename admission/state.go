@@ -382,4 +382,9 @@ type costEntry struct {
 	ref      float64
 	refLoad  int32
 	refEpoch uint32 // adaptive.epoch when ref was last replaced: older, it may be stale (see sampleLocked)
+	// last is the seat time, in seconds, of the last sample of the job,
+	// at lastLoad seats in use: the next at the same load measures how
+	// seat times vary (adaptive.noteNoise).
+	last     float64
+	lastLoad int32
 }

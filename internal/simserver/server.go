@@ -4,14 +4,27 @@
 // running the jobs the server runs at its start (itself included) and C
 // its true capacity. Past C the server does no more work, each job just
 // takes longer, so the limit that keeps it busy without adding latency is
-// C. It sleeps: use it under testing/synctest.
+// C. It sleeps: use it under testing/synctest. Spread varies a job's base
+// time as a real server's seat times vary from one job to the next.
 package simserver
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
+
+// Spread is a factor for a job's base time, drawn from rng: log-normal, of
+// mean 1 and spread sigma (the standard deviation of its log), as a real
+// server's seat times vary from one job to the next; 1 for sigma 0.
+func Spread(rng *rand.Rand, sigma float64) float64 {
+	if sigma == 0 {
+		return 1
+	}
+	return math.Exp(sigma*rng.NormFloat64() - sigma*sigma/2)
+}
 
 // Server is the simulated server. It is safe for concurrent use; its zero
 // value is not usable (see New).

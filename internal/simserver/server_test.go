@@ -2,6 +2,8 @@ package simserver
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -43,4 +45,26 @@ func TestServe(t *testing.T) {
 			t.Errorf("ServeContext with a 300ms deadline: %v after %v", err, time.Since(start))
 		}
 	})
+}
+
+// TestSpread: the factor's mean is 1 and its log's standard deviation is
+// sigma (over 100,000 draws); sigma 0 is no spread at all.
+func TestSpread(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	if f := Spread(rng, 0); f != 1 {
+		t.Fatalf("Spread(0) = %v, want 1", f)
+	}
+	const n, sigma = 100_000, 0.5
+	var sum, sumLog, sumLog2 float64
+	for range n {
+		f := Spread(rng, sigma)
+		sum += f
+		sumLog += math.Log(f)
+		sumLog2 += math.Log(f) * math.Log(f)
+	}
+	mean := sum / n
+	sd := math.Sqrt(sumLog2/n - (sumLog/n)*(sumLog/n))
+	if math.Abs(mean-1) > 0.01 || math.Abs(sd-sigma) > 0.01 {
+		t.Errorf("mean %.4f (want 1), log's standard deviation %.4f (want %v)", mean, sd, sigma)
+	}
 }
