@@ -33,7 +33,7 @@ func TestDiagnose(t *testing.T) {
 		t.Skip("runs only with -diagnose")
 	}
 	names := strings.Split(*diagnose, ",")
-	for _, sc := range []Scenario{Steady(*reportFor), SlowDisk(*reportFor)} {
+	for _, sc := range Scenarios(*reportFor) {
 		for _, e := range Entries(sc) {
 			if !slices.Contains(names, e.Name) {
 				continue

@@ -174,8 +174,12 @@ func (o Outcome) Markdown() string {
 	if sc.SlowTo > 0 {
 		fmt.Fprintf(&b, ", %d from %v to %v (a slow disk)", sc.CapacityAt(sc.SlowFrom), sc.SlowFrom, sc.SlowTo)
 	}
-	fmt.Fprintf(&b, "; %v, measured after %v; a flood of %d loops and a light client (one loop, %v between requests).\n\n",
+	fmt.Fprintf(&b, "; %v, measured after %v; a flood of %d loops and a light client (one loop, %v between requests)",
 		sc.Duration, sc.Warmup, sc.Flood, sc.LightThink)
+	if sc.Noise > 0 {
+		fmt.Fprintf(&b, "; each job's base time its repository's times a log-normal factor of mean 1 and spread %.2g", sc.Noise)
+	}
+	b.WriteString(".\n\n")
 	fmt.Fprintf(&b, "Medians of %d runs; the goodput's range over them beside it.\n\n", Rounds)
 	b.WriteString("| limiter | goodput (seats) | range | of C | p50 latency | p99 latency | light client's p99 wait | mean limit | refused |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -276,7 +280,9 @@ slowed by the jobs started after it, and for a moment a limiter running more tha
 than C seats of work (a negative share in the second table of each scenario).
 The load: a flood of closed loops (six times C, more than the server can serve) and a light client,
 over 100 repositories, a tenth of the requests to one of 20 heavy ones (300 ms of base time), the rest
-to light ones (30 to 70 ms). Every run takes place in a testing/synctest bubble: fake time, which the
+to light ones (30 to 70 ms). In the first two scenarios every job of a repository takes its base time;
+in the noisy one a job's base time is its repository's times a log-normal factor of mean 1 and spread
+0.5, as a real server's seat times vary from one job to the next. Every run takes place in a testing/synctest bubble: fake time, which the
 peers read through time.Now too, so the figures do not depend on this machine, and a rerun gives the
 same figures up to the order of goroutines woken at one instant (which moves some peers' figures by
 several per cent: each limiter runs three times, and the tables give medians and the goodput's range).

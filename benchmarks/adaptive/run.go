@@ -22,6 +22,10 @@ type Scenario struct {
 	SlowFrom, SlowTo time.Duration
 	Flood            int           // the flood's closed loops
 	LightThink       time.Duration // the light client's pause between requests
+	// Noise is the spread of a job's base time around its repository's
+	// (simserver.Spread; 0: every job of a repository takes the same base
+	// time).
+	Noise float64
 }
 
 // CapacityAt is the true capacity at el into the run.
@@ -43,6 +47,21 @@ func SlowDisk(d time.Duration) Scenario {
 	sc := Steady(d)
 	sc.Name, sc.SlowFrom, sc.SlowTo = "slow disk", d/3, 2*d/3
 	return sc
+}
+
+// NoisySlowDisk is SlowDisk on a server whose seat times vary from job to
+// job: each job's base time is its repository's times a log-normal factor
+// of spread 0.5 (half of the jobs within about ×0.7 to ×1.4 of the median;
+// one in twenty past twice it), as a real server's do.
+func NoisySlowDisk(d time.Duration) Scenario {
+	sc := SlowDisk(d)
+	sc.Name, sc.Noise = "noisy slow disk", 0.5
+	return sc
+}
+
+// Scenarios are the report's scenarios, d long each.
+func Scenarios(d time.Duration) []Scenario {
+	return []Scenario{Steady(d), SlowDisk(d), NoisySlowDisk(d)}
 }
 
 // Tick is how often a run records the limit (Result.Limits).
@@ -129,6 +148,7 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		for ctx.Err() == nil {
 			id, base := draw(rng)
+			base = time.Duration(float64(base) * simserver.Spread(rng, sc.Noise))
 			asked := time.Now()
 			var wait time.Duration
 			err := l.Do(ctx, key, id, func() {
