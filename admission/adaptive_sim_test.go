@@ -395,7 +395,7 @@ func noisy(sigma float64, draw func(*rand.Rand, time.Duration) (string, time.Dur
 // jobs then stray past sqrt(Tolerance) of their references by chance, and
 // when the verdict took that for stale or congested references, probes
 // came every five rounds (in five runs from Initial = C, 4 to 31 % of the
-// ticks after 10 s were inside a probe, 20 % over all five). The verdict
+// ticks after 10 s were inside a probe, 21 % over all five). The verdict
 // allows for chance by the spread of a job's seat time at a given load
 // (adaptive.noteNoise): over five runs, at most 5 % of the ticks after
 // 10 s are inside a probe (in 600 tests of five runs: a median of 3 and
