@@ -458,8 +458,8 @@
 // absorbs that with some of the congestion; but requiring the faster job
 // to be faster beyond chance (and leaving only such jobs out of the
 // baseline) brought the report's mean limit to 20 seats for 12.93 seats of
-// goodput, and the tests' limits to 20 to 31 (benchmarks/ADMISSION.md,
-// session 15). And the limit still dips now and then to a few seats for a
+// goodput, and the tests' median limit from 25 to 22 seats with more dips
+// (150 runs; benchmarks/ADMISSION.md, session 15). And the limit still dips now and then to a few seats for a
 // second or two, when short, which averages a round, strays past Tolerance
 // times the baseline by chance.
 //
