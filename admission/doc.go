@@ -453,15 +453,15 @@
 // oracle's is 14.7 (a p99 of 1.52 s against 1.34 s at C fixed), and 20 to
 // 33 seats for C = 16 in copies of the simulated tests under that spread,
 // which it follows when C halves, at about twice C. The cause is not
-// settled: a reference is replaced by a faster job at a lower load, which
-// under noise keeps the fastest of the jobs it sees, and the baseline
-// absorbs that with some of the congestion; but requiring the faster job
-// to be faster beyond chance (and leaving only such jobs out of the
-// baseline) brought the report's mean limit to 20 seats for 12.93 seats of
-// goodput, and the tests' median limit from 25 to 22 seats with more dips
-// (150 runs; benchmarks/ADMISSION.md, session 15). And the limit still dips now and then to a few seats for a
-// second or two, when short, which averages a round, strays past Tolerance
-// times the baseline by chance.
+// settled. The excess sits in the baseline: 1.4 to 1.8, where the
+// references' own spread alone gives e^(σ²) = 1.28. Leaving a fast job out
+// of it only when it is fast beyond chance, and retaking a reference from
+// a faster job only then, brought the report's mean limit to 20 seats for
+// 12.93 seats of goodput, and the tests' median limit from 25 to 22 seats
+// with more dips (150 runs; benchmarks/ADMISSION.md, session 15). And the
+// limit still dips now and then to a few seats for a second or two, when
+// short, which averages a round, strays past Tolerance times the baseline
+// by chance.
 //
 // Pressure. With Config.Pressure set, each reading of its source (at most
 // once per Pressure.Interval) of 1 or more multiplies the limit by
