@@ -271,7 +271,7 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	a := s.adaptive
 	e := j.cost
 	if e != nil && (e.ref <= 0 || sinceNs(now, e.at) > s.cfg.CostTTL) {
-		e.ref = 0 // expired with its estimate: taken again
+		e.ref, e.last = 0, 0 // expired with its estimate: taken again, and no pair across the gap (noteNoise)
 	}
 	uncongested := float64(j.load) <= s.refCeilingLocked()
 	if e == nil || e.ref == 0 {
