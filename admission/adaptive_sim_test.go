@@ -409,11 +409,11 @@ func noisy(sigma float64, draw func(*rand.Rand, time.Duration) (string, time.Dur
 // at the floor, before minShortSamples).
 func TestAdaptiveNoisySeatTimes(t *testing.T) {
 	const c, settled, d, runs = 16, 10 * time.Second, 40 * time.Second, 5
+	load := []simClient{{key: "a", loops: 6 * c, job: noisy(0.5, simRepos(200*time.Millisecond, constant(0.1)))}}
 	probing, ticks, goodput := 0, 0, 0.0
 	for range runs {
 		synctest.Test(t, func(t *testing.T) {
 			s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: c})
-			load := []simClient{{key: "a", loops: 6 * c, job: noisy(0.5, simRepos(200*time.Millisecond, constant(0.1)))}}
 			res := simRun(t, s, simserver.New(c), load, d, nil, nil)
 			n := 0
 			for _, p := range res.probe[tick(settled):] {
@@ -439,7 +439,6 @@ func TestAdaptiveNoisySeatTimes(t *testing.T) {
 	for range runs {
 		synctest.Test(t, func(t *testing.T) {
 			s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: 1})
-			load := []simClient{{key: "a", loops: 6 * c, job: noisy(0.5, simRepos(200*time.Millisecond, constant(0.1)))}}
 			res := simRun(t, s, simserver.New(c), load, 15*time.Second, nil, nil)
 			if slices.Max(res.limits) < c/2 {
 				stuck++
