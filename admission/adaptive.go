@@ -314,6 +314,26 @@ const baselineAlpha = 0.05
 // eight, it reached 14 to 24 seats by 9 s in all five.
 const minShortSamples = 8
 
+// shortError is the standard error of short in log, from the noise: a
+// job's inflation varies by its seat time's spread and its reference's,
+// 2·noise in log, so by sqrt(e^(2·noise) - 1) of its mean, and short
+// averages about max(limit, minShortSamples) samples. About 0 where seat
+// times do not vary (in the simulated tests without a spread, noise is a
+// few thousandths in log, which moves a cut by about 0.3 %). A congested
+// step cuts the limit only as far as short one standard error lower
+// implies. With a log-normal spread of 0.5 and C = 16 (the noisy Settles
+// load, 40 s, three batches of 150 runs per start against two before), a
+// round that strayed high by chance had cut the limit under 12 seats in 8
+// and 9 runs from Initial = 4·C and in 20 and 24 from Min; with the
+// allowance, in 2 to 6 and 6 to 11. The goodput from 4·C went from 15.78
+// to 15.90 seats (the worst run from 14.4 to 14.8 to 15.5), from Min from
+// 13.2 to 13.3, and the settled limit stayed at 25 to 26 and 23 seats
+// (benchmarks/ADMISSION.md, session 16). Two standard errors took the dips
+// further but raised the limit from Min by two seats.
+func (a *adaptive) shortError() float64 {
+	return math.Sqrt(math.Expm1(2*a.noise) / max(a.limit, minShortSamples))
+}
+
 // noteNoise folds a sample of e, a job that held its seat for observed
 // seconds at load seats in use, into the noise estimate: two successive
 // samples of one (type, job ID) at the same load differ only by how seat
@@ -364,7 +384,8 @@ func (e *costEntry) updateRef(observed float64, load int32, alpha float64, epoch
 // probe (probe.go); j is the sample's job and x its inflation.
 //
 //	implied = load · Tolerance · baseline / short
-//	target  = max(implied, limit/2)          if congested
+//	target  = max(implied·e^se, limit/2)     if congested (se: shortError,
+//	                                         0 where seat times do not vary)
 //	        = limit + Headroom·sqrt(limit)   otherwise, at most implied if
 //	          x > sqrt(Tolerance)·baseline, at least fastGrowth · limit
 //	          if calm >= 1 round
@@ -400,7 +421,9 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 	implied := a.load * a.cfg.Tolerance * a.baseline / a.short
 	var target float64
 	if a.short > a.cfg.Tolerance*a.baseline {
-		target = max(0.5*a.limit, implied)
+		// Where seat times vary, a round's short strays by chance: the
+		// cut goes only as far as short one standard error lower implies.
+		target = max(0.5*a.limit, implied*math.Exp(a.shortError()))
 		if target >= a.limit {
 			return // already below where its samples put it
 		}
