@@ -210,9 +210,9 @@ type adaptive struct {
 	// the probes had gone quiet before it, to the verdict of the probe it
 	// brings on; anchor > 0 is the mean inflation of such a probe, waiting
 	// to become the baseline. While probing, probeLeft is the samples of
-	// jobs admitted under the probe's limit still to come, and probeSum the
-	// sum of the inflation of the probeN that came (probeSum >= 0,
-	// probeN >= 0).
+	// jobs admitted under the probe's limit still to come, and probeSum and
+	// probeLog the sum of the inflation of the probeN that came and of its
+	// log (probeSum >= 0, probeN >= 0).
 	sinceProbe float64
 	probeEvery float64
 	mark       float64
@@ -222,6 +222,7 @@ type adaptive struct {
 	saved      float64
 	probeLeft  int
 	probeSum   float64
+	probeLog   float64
 	probeN     int
 
 	hist          [CapacityHistory]capacityChange

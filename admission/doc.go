@@ -437,16 +437,20 @@
 // verdict allows for chance: the controller estimates how a job's seat
 // time varies at a given load (two successive samples of one (type, job
 // ID) at the same load differ only by that; Snapshot's Adaptive.Noise is
-// its standard deviation in log), and m must lie more than two standard
-// errors of it, sqrt(2·noise/n) for n jobs, beyond 1 as well as beyond the
-// bounds for a verdict of stale or congested references. Where times do
-// not vary, noise is 0 and nothing changes. With a log-normal spread of
-// 0.5, the bare bounds found most probes' references stale or congested,
-// probes came every five rounds and, in benchmarks/adaptive's noisy slow
-// disk, cost 6.8 % of the goodput (median of seven runs; 0.36 % of nine
-// with the allowance, the goodput going from 12.47 to 12.99 seats of the
-// 13.08 a fixed capacity at C does, and the light client's p99 wait from
-// 98 to 33 ms). And short averages at least eight samples: at a limit of
+// its standard deviation in log), and for a verdict of stale or congested
+// references, as well as m beyond the bounds, the mean log of the probe's
+// inflations must lie more than a standard error of it, sqrt(2·noise/n)
+// for n jobs, beyond 0: with sound references that mean is 0 whatever the
+// noise, where m is about e^noise (probe.go, verdictZ). Where times do not
+// vary, noise is 0 and nothing changes. With a log-normal spread of 0.5,
+// the bare bounds found most probes' references stale or congested, probes
+// came every five rounds and, in benchmarks/adaptive's noisy slow disk,
+// cost 6.8 % of the goodput (median of seven runs; 0.36 % of nine with two
+// standard errors around m = 1, the goodput going from 12.47 to 12.99
+// seats of the 13.08 a fixed capacity at C does, and the light client's
+// p99 wait from 98 to 33 ms); around a mean log of 0, the limit started at
+// Min reaches C = 16 in a median of 6.5 s rather than 8.4 (3.6 s where
+// times do not vary). And short averages at least eight samples: at a limit of
 // one seat it was the last job's inflation, congested for every job slower
 // than its reference, and started at Min the limit stayed at 1 to 3 seats
 // for 15 s and more in two runs of five (with eight samples, in 6 runs of

@@ -57,7 +57,7 @@ const (
 func (s *Scheduler) startProbeLocked(now int64) {
 	a := s.adaptive
 	a.sinceProbe, a.probing, a.saved, a.mark, a.anchor = 0, true, a.limit, a.limit, 0
-	a.probeSum, a.probeN = 0, 0
+	a.probeSum, a.probeLog, a.probeN = 0, 0, 0
 	s.setLimitLocked(a.limit*probeDepth, CapacityProbe, now)
 	a.probeLeft = max(s.cfg.Capacity, minProbeSamples)
 }
@@ -73,6 +73,7 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	}
 	a.probeLeft--
 	a.probeSum += x
+	a.probeLog += math.Log(max(x, math.SmallestNonzeroFloat64)) // a job of no time at all: as good as -Inf, without it
 	a.probeN++
 	if a.probeLeft > 0 {
 		return
@@ -82,11 +83,12 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	if a.anchors(m) {
 		a.baseline = m
 	}
+	logM := a.probeLog / float64(a.probeN)
 	chance := verdictZ * math.Sqrt(2*a.noise/float64(a.probeN))
 	switch {
-	case m < 1/math.Sqrt(a.cfg.Tolerance) && m < 1-chance:
+	case m < 1/math.Sqrt(a.cfg.Tolerance) && logM < -chance:
 		a.probeEvery = minProbeEvery // congested references: probe again soon
-	case m > math.Sqrt(a.cfg.Tolerance) && m > 1+chance:
+	case m > math.Sqrt(a.cfg.Tolerance) && logM > chance:
 		a.probeEvery = minProbeEvery // stale references (dearer jobs): probe again soon
 		a.epoch++
 		a.unconfirmed = true
@@ -103,18 +105,30 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	s.setLimitLocked(a.saved, CapacityProbe, now)
 }
 
-// verdictZ is how many standard errors of chance a probe's mean inflation
-// must lie beyond 1 for a verdict of stale or congested references. A
-// job's inflation is its seat time over its reference's, each varying by
-// the noise (adaptive.noteNoise), so a mean of n of them has a standard
-// error of about sqrt(2·noise/n). Where seat times vary, the mean of a
-// probe's eight or so jobs strays past sqrt(Tolerance) by chance: with a
+// verdictZ is how many standard errors of chance the mean log of a
+// probe's inflations must lie beyond 0 (as well as m beyond the bounds)
+// for a verdict of stale or congested references. A job's inflation is its
+// seat time over its reference's, each varying by the noise
+// (adaptive.noteNoise), so its log varies by 2·noise and the mean of n of
+// them has a standard error of sqrt(2·noise/n); and with sound references
+// that mean is 0 whatever the noise, where the mean inflation m itself is
+// not 1 but about e^noise. Where seat times vary, the mean of a probe's
+// eight or so jobs strays past sqrt(Tolerance) by chance: with a
 // log-normal spread of 0.5, most verdicts found the references stale or
-// congested, probes came every five rounds, and in benchmarks/adaptive's
-// noisy slow disk they cost 6.8 % of the goodput (0.36 % with the
-// allowance). Where times do not vary, noise is about 0 and the bounds
-// alone decide.
-const verdictZ = 2
+// congested, probes came every five rounds and, in benchmarks/adaptive's
+// noisy slow disk, cost 6.8 % of the goodput; 0.36 % with two standard
+// errors of chance around m = 1. But held against 1, an m of about e^noise
+// still read noise as stale references now and then, which brings the
+// next probe within five rounds: started at Min, the limit took a median
+// of 8.4 s to reach C = 16 (3.6 s where times do not vary); with one
+// standard error around a mean log of 0, 6.5 s (60 runs each), and the
+// goodput of the noisy Settles load from Min went from 13.3 to 13.8 seats
+// (benchmarks/ADMISSION.md, session 16). Two standard errors in log let
+// references that the fall from a high limit had left too low go
+// unnoticed: the limit sat under 12 seats in 59 runs of 150 from Initial
+// = 4·C, against 6 before and none with one. Where times do not vary,
+// noise is about 0 and the bounds alone decide.
+const verdictZ = 1
 
 // anchors reports whether a probe's mean inflation m may become the
 // baseline: short, the inflation at the limit, is at most Tolerance^1.5
