@@ -442,39 +442,42 @@
 // inflations must lie more than a standard error of it, sqrt(2·noise/n)
 // for n jobs, beyond 0: with sound references that mean is 0 whatever the
 // noise, where m is about e^noise (probe.go, verdictZ). Where times do not
-// vary, noise is 0 and nothing changes. With a log-normal spread of 0.5,
-// the bare bounds found most probes' references stale or congested, probes
-// came every five rounds and, in benchmarks/adaptive's noisy slow disk,
-// cost 6.8 % of the goodput (median of seven runs; 0.36 % of nine with two
-// standard errors around m = 1, the goodput going from 12.47 to 12.99
-// seats of the 13.08 a fixed capacity at C does, and the light client's
-// p99 wait from 98 to 33 ms); around a mean log of 0, the limit started at
-// Min reaches C = 16 in a median of 6.5 s rather than 8.4 (3.6 s where
-// times do not vary). And short averages at least eight samples: at a limit of
-// one seat it was the last job's inflation, congested for every job slower
-// than its reference, and started at Min the limit stayed at 1 to 3 seats
-// for 15 s and more in two runs of five (with eight samples, in 6 runs of
-// 3,000; TestAdaptiveNoisySeatTimes). What noise still costs: the limit
-// settles above Tolerance·C, a mean of 25 seats in that scenario where the
-// oracle's is 14.7 (a p99 of 1.52 s against 1.34 s at C fixed), and 20 to
-// 33 seats for C = 16 in copies of the simulated tests under that spread,
-// which it follows when C halves, at about twice C. The cause is the
-// baseline's ceiling: its samples are those under limit/Tolerance, which
-// is C where seat times do not vary, but above C once the limit is above
-// Tolerance·C, so they include congestion and the baseline rises with the
-// limit. Every level above Tolerance·C is then close to self-consistent;
-// the first seconds set the baseline (its correlation with the level is
-// 0.7 to 0.86 over 150 runs), it takes about six samples in the next 30 s,
-// and the noise's upper tail drifts it up (benchmarks/ADMISSION.md, session
-// 16). A baseline fed from probes' jobs, at half the limit, breaks that
-// loop and brings the tests' level to 20 seats, but it changes the
-// noise-free controller too and costs goodput and dips as it stands, so it
-// is not taken yet. And short, which averages a round, strays by chance:
-// a congested step cuts the limit only as far as short one standard error
-// lower implies (adaptive.shortError), which took the runs that dipped
-// under 12 seats from 8 or 9 in 150 to 2 to 6 from Initial = 4·C, and from
-// 20 or 24 to 6 to 11 from Min, for 0.12 seats more goodput and the same
-// level; the limit still dips now and then for a second or two.
+// vary, noise is about 0 and nothing changes. With a log-normal spread of
+// 0.5, the bare bounds found most probes' references stale or congested,
+// probes came every five rounds and, in benchmarks/adaptive's noisy slow
+// disk, cost 6.8 % of the goodput (median of seven runs; 0.36 % of nine
+// with two standard errors around m = 1, the goodput going from 12.47 to
+// 12.99 seats of the 13.08 a fixed capacity at C does, and the light
+// client's p99 wait from 98 to 33 ms); around a mean log of 0, the limit
+// started at Min reaches C = 16 in a median of 6.5 s rather than 8.4 (3.6
+// s where times do not vary). And short averages at least eight samples:
+// at a limit of one seat it was the last job's inflation, congested for
+// every job slower than its reference, and started at Min the limit
+// stayed at 1 to 3 seats for 15 s and more in two runs of five (with
+// eight samples, in 6 runs of 3,000; TestAdaptiveNoisySeatTimes). And
+// short, which averages a round, strays by chance: a congested step cuts
+// the limit only as far as short one standard error lower implies
+// (adaptive.shortError), which took the runs that dipped under 12 seats
+// from 8 or 9 in 150 to 2 to 6 from Initial = 4·C, and from 20 or 24 to 6
+// to 11 from Min, for 0.12 seats more goodput; the limit still dips now
+// and then for a second or two.
+//
+// What noise still costs: the limit settles above Tolerance·C, a mean of
+// 22 to 26 seats in the noisy slow disk where the oracle's is 14.7 (a p99
+// of 1.43 to 1.55 s against 1.33 s at C fixed, for 99.7 % of its
+// goodput), and 20 to 33 seats for C = 16 in copies of the simulated
+// tests under that spread, which it follows when C halves, at about twice
+// C. The cause is the baseline's ceiling: its samples are those under
+// limit/Tolerance, which is C where seat times do not vary, but above C
+// once the limit is above Tolerance·C, so they include congestion and the
+// baseline rises with the limit. Every level above Tolerance·C is then
+// close to self-consistent; the first seconds set the baseline (its
+// correlation with the level is 0.7 to 0.86 over 150 runs), it takes
+// about six samples in the next 30 s, and the noise's upper tail drifts
+// it up (benchmarks/ADMISSION.md, session 16). A baseline fed only at
+// loads a probe has checked breaks that loop and brings the tests' level
+// to about 20 seats, but it changes the noise-free controller too and
+// costs goodput and dips as it stands, so it is not taken yet.
 //
 // Pressure. With Config.Pressure set, each reading of its source (at most
 // once per Pressure.Interval) of 1 or more multiplies the limit by
