@@ -386,7 +386,8 @@ func (e *costEntry) updateRef(observed float64, load int32, alpha float64, epoch
 //
 //	implied = load · Tolerance · baseline / short
 //	target  = max(implied·e^se, limit/2)     if congested (se: shortError,
-//	                                         0 where seat times do not vary)
+//	                                         about 0 where seat times do not
+//	                                         vary)
 //	        = limit + Headroom·sqrt(limit)   otherwise, at most implied if
 //	          x > sqrt(Tolerance)·baseline, at least fastGrowth · limit
 //	          if calm >= 1 round

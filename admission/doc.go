@@ -310,7 +310,8 @@
 //	target   = max(implied · e^se, limit / 2)   if short > Tolerance · baseline
 //	                                            (congested; se is short's
 //	                                            standard error from the noise,
-//	                                            0 where seat times do not vary)
+//	                                            about 0 where seat times do
+//	                                            not vary)
 //	         = limit + Headroom · sqrt(limit)   otherwise: at most implied if the
 //	                                            sample's own x > sqrt(Tolerance) ·
 //	                                            baseline, and at least 1.5 · limit
