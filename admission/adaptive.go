@@ -164,7 +164,7 @@ type AdaptiveSnapshot struct {
 	Min, Max  int
 	Inflation float64 // short-term mean inflation of the samples (1 = jobs take their reference time)
 	Baseline  float64 // inflation of jobs seen at no more load than their reference's: the noise level
-	Noise     float64 // how a job's seat time varies at a given load: the standard deviation of its log (0 where times do not vary)
+	Noise     float64 // how a job's seat time varies at a given load: the standard deviation of its log (about 0 where times do not vary)
 	Samples   uint64  // completions that fed the controller
 	Weak      uint64  // completions that did not (no reference yet for their type and job ID)
 	Shedding  bool    // queue-delay shedding is refusing the heaviest keys' arrivals
