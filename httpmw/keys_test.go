@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 var trusted = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:ffff::/48")}
@@ -111,11 +112,13 @@ func FuzzForwardedClient(f *testing.F) {
 }
 
 // namesAddr reports whether one of the fields of s (split at the
-// separators of both headers) is a, written in any of its forms: an IPv6
-// address has several ("::01" is ::1), and the one ForwardedClient
+// separators of both headers and at white space, which ForwardedClient
+// trims as strings.TrimSpace does) is a, written in any of its forms: an
+// IPv6 address has several ("::01" is ::1), and the one ForwardedClient
 // returns prints in the shortest.
 func namesAddr(s string, a netip.Addr) bool {
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(",; =\"", r) }) {
+	sep := func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(",;=\"", r) }
+	for _, f := range strings.FieldsFunc(s, sep) {
 		if ap, err := netip.ParseAddrPort(f); err == nil && ap.Addr() == a {
 			return true
 		}
