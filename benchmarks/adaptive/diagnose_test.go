@@ -23,11 +23,11 @@ var (
 // For each scenario (of the report's length) and each entry named, it logs
 // the medians over -diagnose.rounds runs (as the report computes them) with
 // every run's goodput and its total loss, then for the first run: the
-// goodput split into the work done in the window by the jobs running then
-// (what Loss accounts) and the two edges the report's goodput counts as
-// well (a job running when the window opens counts whole, one running when
-// it closes not at all: the noise of a run's goodput), and every second
-// that lost more than 0.005% of the window's capacity-seconds, by kind.
+// work of the requests completed in the window (Result.Completed) split
+// into the goodput, the work done in the window, and the two edges it
+// counts as well (a job running when the window opens counts whole, one
+// running when it closes not at all), and every second that lost more
+// than 0.005% of the window's capacity-seconds, by kind.
 func TestDiagnose(t *testing.T) {
 	if *diagnose == "" {
 		t.Skip("runs only with -diagnose")
@@ -59,15 +59,14 @@ func TestDiagnose(t *testing.T) {
 	}
 }
 
-// timeline writes r's goodput split by where it was counted, and the
+// timeline writes r's completed work split by where it was done, and the
 // seconds in which r lost most.
 func timeline(b *strings.Builder, sc Scenario, r Result) {
 	rate := rates(r.ticks, r.jobs)
 	from := int(sc.Warmup / lossTick)
 	window := (sc.Duration - sc.Warmup).Seconds()
-	var done, opening, closing, capacity float64 // seat-seconds
+	var opening, closing, capacity float64 // seat-seconds
 	for i := from; i < len(r.ticks); i++ {
-		done += rate[i] * lossTick.Seconds()
 		capacity += float64(r.ticks[i].c) * lossTick.Seconds()
 	}
 	for _, j := range r.jobs {
@@ -78,8 +77,8 @@ func timeline(b *strings.Builder, sc Scenario, r Result) {
 			closing += speed * (sc.Duration - j.start).Seconds()
 		}
 	}
-	fmt.Fprintf(b, "  first run: goodput %.4f = %.4f done in the window + %.4f before it by jobs that ended in it - %.4f in it by jobs still running at its end\n",
-		r.Goodput, done/window, opening/window, closing/window)
+	fmt.Fprintf(b, "  first run: completed %.4f = goodput %.4f (done in the window) + %.4f before it by jobs that ended in it - %.4f in it by jobs still running at its end\n",
+		r.Completed, r.Goodput, opening/window, closing/window)
 	perSecond := int(time.Second / lossTick)
 	for s := from; s < len(r.ticks); s += perSecond {
 		var l Loss

@@ -297,8 +297,10 @@ settles, reached with no delay and no probe, the goodput of a limiter that holds
 The late oracle is the same, set 0.1 s after C changes (OracleLate in limiters.go: about when the
 first completions of jobs started after the change reach a limiter): the goodput of a limiter that
 holds to C and learns it from its completions, as the adaptive ones do, with no delay of its own.
-Columns: goodput is the base time of the work done per second, in seats (C, but for the moments
-above); latency is from the request to its end (wait and seat time) over both clients; the light
+Columns: goodput is the base time of the work done per second in the measured window, in seats (C,
+but for the moments above), a job running across an edge of the window counting for the part of its
+seat time inside it (not whole or not at all, as it would if goodput counted the requests completed
+in the window: that measure strays by what is in flight at either edge); latency is from the request to its end (wait and seat time) over both clients; the light
 client's p99 wait is its wait for a seat; the mean limit is over the measured window. The goal
 (issue 16): goodput within 5% of the best fixed capacity, p99 within 1.5× of it, and ahead of every
 peer.

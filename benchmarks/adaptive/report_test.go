@@ -62,7 +62,9 @@ func TestReport(t *testing.T) {
 }
 
 // TestLost: goodput lost at each lossTick is C less the work the running
-// jobs do then, filed by what the limiter was doing.
+// jobs do then, filed by what the limiter was doing; the work done from a
+// tick on is the base time of the jobs in proportion to their seat time
+// from then.
 func TestLost(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	ticks := []lossSample{
@@ -79,10 +81,17 @@ func TestLost(t *testing.T) {
 	// Work per tick: 1.25, 1.5, 0.5, 0.25; lost: 0.75, 0.5, 1.5, 1.75 of 8 seat-ticks.
 	want := Loss{Probing: 0.75 / 8, Below: 0.5 / 8, Other: 3.25 / 8}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
-	if got := lost(ticks, jobs, 0); !near(got.Probing, want.Probing) || !near(got.Below, want.Below) || !near(got.Other, want.Other) {
+	rate := rates(ticks, jobs)
+	if got := done(rate, 0); !near(got, 3.5*ms(10).Seconds()) {
+		t.Errorf("done: %v base seconds, want %v", got, 3.5*ms(10).Seconds())
+	}
+	if got := done(rate, 2); !near(got, 0.75*ms(10).Seconds()) {
+		t.Errorf("done from the third tick: %v base seconds, want %v", got, 0.75*ms(10).Seconds())
+	}
+	if got := lost(ticks, rate, 0); !near(got.Probing, want.Probing) || !near(got.Below, want.Below) || !near(got.Other, want.Other) {
 		t.Errorf("lost: %+v, want %+v", got, want)
 	}
-	if got := lost(ticks, jobs, 2); math.Abs(got.Total()-3.25/4) > 1e-12 || got.Probing != 0 || got.Below != 0 {
+	if got := lost(ticks, rate, 2); math.Abs(got.Total()-3.25/4) > 1e-12 || got.Probing != 0 || got.Below != 0 {
 		t.Errorf("lost from the third tick: %+v, want all %v otherwise", got, 3.25/4)
 	}
 }

@@ -75,9 +75,17 @@ const lossTick = 10 * time.Millisecond
 type Result struct {
 	Name string
 	// Goodput is the work done per second in the measured window, in seats
-	// of base time (at most C: the server does no more).
+	// of base time (at most C: the server does no more): the base time of
+	// every job that ran in the window, in proportion to the part of its
+	// seat time inside it (the rates Loss is computed from).
 	Goodput float64
-	Done    int // requests completed in the window
+	// Completed is the base time of the requests completed in the window,
+	// per second: the measure the report used before Goodput. It counts
+	// the whole of a job that began before the window and nothing of one
+	// still running at its end, so it strays from Goodput by what is in
+	// flight at either edge (diagnose_test.go shows the split).
+	Completed float64
+	Done      int // requests completed in the window
 	// P50 and P99 are the latency (wait and seat time) of the requests
 	// completed in the window, both clients.
 	P50, P99 time.Duration
@@ -218,7 +226,7 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 	}
 	slices.Sort(latencies)
 	slices.Sort(light)
-	r.Goodput = work.Seconds() / window.Seconds()
+	r.Completed = work.Seconds() / window.Seconds()
 	r.Done, r.Refused = len(latencies), refused
 	r.P50, r.P99 = quantile(latencies, 0.5), quantile(latencies, 0.99)
 	r.LightP99Wait = quantile(light, 0.99)
@@ -227,7 +235,9 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 		sum += n
 	}
 	r.MeanLimit = float64(sum) / float64(len(r.Limits)-int(sc.Warmup/Tick))
-	r.Lost = lost(ticks, jobs, int(sc.Warmup/lossTick))
+	rate := rates(ticks, jobs)
+	r.Goodput = done(rate, int(sc.Warmup/lossTick)) / window.Seconds()
+	r.Lost = lost(ticks, rate, int(sc.Warmup/lossTick))
 	r.ticks, r.jobs = ticks, jobs
 	return r, nil
 }
@@ -251,9 +261,19 @@ func (l *Loss) add(t lossSample, x float64) {
 	}
 }
 
-// lost accounts the goodput lost in ticks[from:] (see Loss).
-func lost(ticks []lossSample, jobs []served, from int) Loss {
-	rate := rates(ticks, jobs)
+// done is the base seconds of work done in the ticks from tick from on,
+// rate being rates' result.
+func done(rate []float64, from int) float64 {
+	w := 0.0
+	for _, r := range rate[from:] {
+		w += r * lossTick.Seconds()
+	}
+	return w
+}
+
+// lost accounts the goodput lost in ticks[from:] (see Loss), rate being
+// rates' result.
+func lost(ticks []lossSample, rate []float64, from int) Loss {
 	var out Loss
 	capacity := 0.0
 	for i := from; i < len(ticks); i++ {
