@@ -673,9 +673,8 @@ func noJobLost(t *testing.T, seed uint64) {
 	wg.Wait()
 	snap := s.Snapshot()
 	c := snap.Counters
-	ended := c.Completed + c.RejectedQueueFull + c.RejectedWaitTimeout + c.RejectedClosed + c.Cancelled + c.Dropped + c.Coalesced + c.Superseded
-	if c.Submitted != ended || snap.Queued != 0 || snap.InUse != 0 {
-		t.Fatalf("counters do not balance (%d submitted, %d ended), %d queued, %d seated: %+v", c.Submitted, ended, snap.Queued, snap.InUse, c)
+	if n := countersEnded(c); c.Submitted != n || snap.Queued != 0 || snap.InUse != 0 {
+		t.Fatalf("counters do not balance (%d submitted, %d ended), %d queued, %d seated: %+v", c.Submitted, n, snap.Queued, snap.InUse, c)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -137,10 +137,8 @@ func (k *soak) check() {
 		}
 	}
 	k.mu.Unlock()
-	ended := c.Completed + c.RejectedQueueFull + c.RejectedWaitTimeout + c.RejectedClosed + c.RejectedDeadline +
-		c.Cancelled + c.Dropped + c.Coalesced + c.Superseded
-	if c.Submitted != ended {
-		k.sum.Lostf(t, "counters: %d submitted, %d ended (%+v)", c.Submitted, ended, c)
+	if n := countersEnded(c); c.Submitted != n {
+		k.sum.Lostf(t, "counters: %d submitted, %d ended (%+v)", c.Submitted, n, c)
 	}
 	if got := uint64(k.completed.Load()); c.Completed != got {
 		k.sum.Lostf(t, "the scheduler completed %d jobs, the jobs count %d", c.Completed, got)
@@ -168,6 +166,9 @@ func (k *soak) logOutcomes(c Counters) {
 	}
 	for reason, n := range k.notRun {
 		lines = append(lines, fmt.Sprintf("background %s %d", reason, n))
+	}
+	for reason, n := range k.byReason {
+		lines = append(lines, fmt.Sprintf("capacity changes (%s) %d", reason, n))
 	}
 	slices.Sort(lines)
 	k.t.Logf("outcomes: %s; background failures logged %d (%d retried); fresh keys %d; peak seats held %d; events %d (%d dropped)\ncounters %+v",

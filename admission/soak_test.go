@@ -31,18 +31,42 @@ import (
 // Nothing it asserts depends on timing: a slow machine runs fewer
 // operations, never a different verdict.
 func TestSoakScheduler(t *testing.T) {
+	soakScheduler(t, false)
+}
+
+// TestSoakSchedulerAdaptive is TestSoakScheduler with adaptive capacity
+// (soakAdaptive): the controller moves the capacity on its own, probes,
+// sheds by queue delay and backs off under a pressure source the control
+// goroutine swings, while SetAdaptiveBounds moves its bounds. The ledger
+// cannot see the controller's changes when they happen (events arrive
+// later), so it holds the seats in use to the bound the controller cannot
+// pass, Max, kept as a history like a capacity set by hand; and each
+// snapshot must show the capacity within its own bounds. The jobs hold
+// their seats from no time at all to 2 ms, so the controller meets noise
+// too.
+//
+//	FAIRSEAT_SOAK=10m go test -race -run SoakSchedulerAdaptive -v -timeout 30m ./admission
+func TestSoakSchedulerAdaptive(t *testing.T) {
+	soakScheduler(t, true)
+}
+
+func soakScheduler(t *testing.T, adaptive bool) {
 	d := soaktest.Duration(t, time.Second)
 	seed := soaktest.Seed(t)
 	runtime.GC()
 	heap0 := heapInUse()
-	k := newSoak(t, seed)
+	k := newSoak(t, seed, adaptive)
 	took := k.run(d)
 	k.check()
 	runtime.GC()
 	heap1 := heapInUse()
 	runtime.KeepAlive(k.s)
 	k.checkHeap(heap0, heap1)
-	k.sum.Log(t, "admission (scheduler)", took)
+	name := "admission (scheduler)"
+	if adaptive {
+		name = "admission (scheduler, adaptive capacity)"
+	}
+	k.sum.Log(t, name, took)
 	k.sum.Check(t)
 }
 
@@ -77,7 +101,33 @@ var (
 	soakAllTypes  = []JobType{"read", "write", "api", "index", "repack", "gc"}
 )
 
-func soakConfig() Config {
+// soakAdaptive is the adaptive capacity of TestSoakSchedulerAdaptive:
+// bounds around the fixed soak's 8 seats (the control goroutine moves them
+// within [soakMinLow, soakMaxHigh]), probes every few rounds, and a
+// queue-delay target the soak's short jobs pass now and then. Min stays at
+// least 2: SetKeyPolicy gives each named key up to one MinSeats, which must
+// fit in it.
+var soakAdaptive = AdaptiveConfig{Min: soakMinLow, Max: soakMaxHigh, ProbeInterval: minProbeEvery, QueueDelayTarget: 2 * time.Millisecond, QueueDelayInterval: 10 * time.Millisecond}
+
+const (
+	soakMinLow  = 2
+	soakMaxHigh = 12
+)
+
+// soakConfig is the soak's configuration; with adaptive, soakAdaptive and
+// a pressure gate reading pressure (which holds background work, priority
+// 10, from 0.8, and lowers the adaptive limit from 1).
+func soakConfig(adaptive bool, pressure PressureSource) Config {
+	c := soakFixedConfig()
+	if adaptive {
+		a := soakAdaptive
+		c.Adaptive = &a
+		c.Pressure = &PressureConfig{Source: pressure, Threshold: 0.8, MinPriority: 10, Interval: 5 * time.Millisecond}
+	}
+	return c
+}
+
+func soakFixedConfig() Config {
 	return Config{
 		Capacity:   8,
 		TierLimits: soakTiers,
@@ -109,6 +159,9 @@ type soak struct {
 	ledger *soakLedger
 	sum    soaktest.Summary
 
+	adaptive bool          // adaptive capacity (TestSoakSchedulerAdaptive)
+	pressure atomic.Uint64 // with adaptive: the pressure source's reading, math.Float64bits
+
 	stop   atomic.Bool // workers finish their operation and return
 	quiet  atomic.Bool // workers other than the churners idle
 	closed atomic.Bool // Close has been called
@@ -120,12 +173,13 @@ type soak struct {
 	events    atomic.Int64
 
 	mu       sync.Mutex
-	outcomes map[string]int64       // foreground and Submit results, by kind
-	pairs    map[costKey]*soakTally // background accounting by (type, job ID)
-	notRun   map[string]int64       // background jobs reported not to run, by reason
-	failures map[bool]int64         // background failures logged, by "will retry"
-	fails    int64                  // background attempts that returned an error or panicked
-	byKind   map[EventKind]int64    // events delivered
+	outcomes map[string]int64         // foreground and Submit results, by kind
+	pairs    map[costKey]*soakTally   // background accounting by (type, job ID)
+	notRun   map[string]int64         // background jobs reported not to run, by reason
+	failures map[bool]int64           // background failures logged, by "will retry"
+	fails    int64                    // background attempts that returned an error or panicked
+	byKind   map[EventKind]int64      // events delivered
+	byReason map[CapacityReason]int64 // EventCapacityChanged delivered, by reason
 }
 
 // soakTally accounts for the background jobs of one (type, job ID): each
@@ -148,13 +202,13 @@ type soakSub struct {
 	maxCalls int32
 }
 
-func newSoak(t *testing.T, seed uint64) *soak {
+func newSoak(t *testing.T, seed uint64, adaptive bool) *soak {
 	k := &soak{
-		t: t, seed: seed,
+		t: t, seed: seed, adaptive: adaptive,
 		outcomes: map[string]int64{}, pairs: map[costKey]*soakTally{},
-		notRun: map[string]int64{}, failures: map[bool]int64{}, byKind: map[EventKind]int64{},
+		notRun: map[string]int64{}, failures: map[bool]int64{}, byKind: map[EventKind]int64{}, byReason: map[CapacityReason]int64{},
 	}
-	cfg := soakConfig()
+	cfg := soakConfig(adaptive, PressureFunc(func() float64 { return math.Float64frombits(k.pressure.Load()) }))
 	s, err := New(cfg, WithLogger(slog.New(&soakLog{k: k})), WithEventHandler(k.event))
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +243,9 @@ func newSoak(t *testing.T, seed uint64) *soak {
 	for name, p := range cfg.Keys {
 		l.keyLimit[name] = newLimitLog(limitOf(p.MaxInFlight))
 		l.keyPaused[name] = newLimitLog(0)
+	}
+	if adaptive {
+		l.capacity = newLimitLog(cfg.Adaptive.Max) // the controller stays within it
 	}
 	k.ledger = l
 	return k
@@ -482,6 +539,8 @@ func (k *soak) outcome(err error, foreground bool) {
 		kind = "wait timeout"
 	case errors.Is(err, ErrClosed):
 		kind = "closed"
+	case errors.Is(err, ErrOverloaded) && foreground && k.adaptive:
+		kind = "overloaded"
 	default:
 		k.sum.Violationf(k.t, "unexpected error (foreground %v): %v", foreground, err)
 		return
@@ -628,6 +687,13 @@ func (k *soak) control(rng *rand.Rand) {
 	key := soakNamedKeys[rng.IntN(2)]
 	var err error
 	switch n := rng.IntN(100); {
+	case n < 15 && k.adaptive:
+		lo := soakMinLow + rng.IntN(3)
+		hi := lo + rng.IntN(soakMaxHigh-lo+1)
+		err = l.change(func() *limitLog { return l.capacity }, hi, func() error { return s.SetAdaptiveBounds(lo, hi) })
+		if rng.IntN(2) == 0 { // swing the pressure: at or above the gate's threshold a third of the time
+			k.pressure.Store(math.Float64bits(1.2 * rng.Float64()))
+		}
 	case n < 15:
 		c := 4 + rng.IntN(9)
 		err = l.change(func() *limitLog { return l.capacity }, c, func() error { return s.SetCapacity(c) })
@@ -663,8 +729,13 @@ func (k *soak) control(rng *rand.Rand) {
 		time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
 		_ = l.change(func() *limitLog { return l.dry }, 0, func() error { s.SetDryRun(false); return nil })
 	case n < 92:
-		if snap := s.Snapshot(); snap.InUse < 0 || snap.Queued < 0 || len(snap.Keys) > SnapshotMaxKeys || len(snap.Queue) > SnapshotMaxQueue {
+		snap := s.Snapshot()
+		if snap.InUse < 0 || snap.Queued < 0 || len(snap.Keys) > SnapshotMaxKeys || len(snap.Queue) > SnapshotMaxQueue {
 			k.sum.Violationf(k.t, "snapshot out of bounds: in use %d, queued %d, %d keys, %d queued shown", snap.InUse, snap.Queued, len(snap.Keys), len(snap.Queue))
+		}
+		if a := snap.Adaptive; k.adaptive && (a == nil || snap.Capacity < a.Min || snap.Capacity > a.Max ||
+			!(a.Limit >= float64(a.Min) && a.Limit <= float64(a.Max)) || len(a.History) > CapacityHistory) {
+			k.sum.Violationf(k.t, "adaptive snapshot out of bounds: capacity %d, %+v", snap.Capacity, a)
 		}
 	default:
 		bad := []func() error{
@@ -675,8 +746,15 @@ func (k *soak) control(rng *rand.Rand) {
 			func() error { return s.SetTypeLimit(typ, -3) },
 			func() error { return s.SetKeyPolicy(key, KeyPolicy{Weight: -1}) },
 			func() error { return s.Pause(typ, -time.Second) },
-		}[rng.IntN(7)]
-		if err := bad(); !errors.Is(err, ErrInvalidConfig) {
+			func() error { return s.SetAdaptiveBounds(3, 2) },
+		}
+		if k.adaptive { // a capacity set by hand, and a Min the named keys' MinSeats may not fit in
+			bad = append(bad, func() error { return s.SetCapacity(8) }, func() error { return s.SetAdaptiveBounds(0, 4) })
+		} else { // no bounds to move
+			bad = append(bad, func() error { return s.SetAdaptiveBounds(2, 12) })
+		}
+		err := bad[rng.IntN(len(bad))]()
+		if !errors.Is(err, ErrInvalidConfig) {
 			k.sum.Violationf(k.t, "a bad control argument gave %v, want ErrInvalidConfig", err)
 		}
 		return
@@ -704,6 +782,9 @@ func (k *soak) event(e Event) {
 	k.events.Add(1)
 	k.mu.Lock()
 	k.byKind[e.Kind]++
+	if e.Kind == EventCapacityChanged {
+		k.byReason[e.CapacityReason]++
+	}
 	k.mu.Unlock()
 	if e.Kind == EventAllocationChanged && e.Time.UnixNano()%50 == 0 {
 		time.Sleep(time.Millisecond)
