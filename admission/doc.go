@@ -468,17 +468,22 @@
 // of 1.43 to 1.55 s against 1.33 s at C fixed, for 99.7 % of its
 // goodput), and 20 to 33 seats for C = 16 in copies of the simulated
 // tests under that spread, which it follows when C halves, at about twice
-// C. The cause is the baseline's ceiling: its samples are those under
-// limit/Tolerance, which is C where seat times do not vary, but above C
-// once the limit is above Tolerance·C, so they include congestion and the
-// baseline rises with the limit. Every level above Tolerance·C is then
-// close to self-consistent; the first seconds set the baseline (its
-// correlation with the level is 0.7 to 0.86 over 150 runs), it takes
-// about six samples in the next 30 s, and the noise's upper tail drifts
-// it up (benchmarks/ADMISSION.md, session 16). A baseline fed only at
-// loads a probe has checked breaks that loop and brings the tests' level
-// to about 20 seats, but it changes the noise-free controller too and
-// costs goodput and dips as it stands, so it is not taken yet.
+// C. The cause is which samples the baseline keeps (benchmarks/ADMISSION.md,
+// sessions 16 and 17). Its ceiling is limit/Tolerance, which is C where
+// seat times do not vary but above C once the limit is above
+// Tolerance·C, so its samples include congestion and the baseline rises
+// with the limit: every level above Tolerance·C is close to
+// self-consistent. And the samples it keeps lean high at both ends of
+// their spread: the exclusion of those faster than 1/Tolerance of their
+// reference cuts the lower tail of the noise, and the samples far slower
+// than their references (against a reference that kept a fast draw) are
+// all kept. Cutting both tails by the same margin in log brings the
+// noisy Settles load's level to about 19 seats, and a baseline fed only
+// at loads a probe has checked to about 20; but each changes the
+// noise-free controller too, and as they stand they cost dips after a
+// fall from a high limit, the climb from Min or goodput, so neither is
+// taken yet. At this spread a round's mean strays by more than the
+// tolerance, which no rule on the baseline alone can mend.
 //
 // Pressure. With Config.Pressure set, each reading of its source (at most
 // once per Pressure.Interval) of 1 or more multiplies the limit by

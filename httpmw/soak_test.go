@@ -35,11 +35,31 @@ import (
 // the seats or share a repository; afterwards nothing runs or is queued and
 // no goroutine is left. FAIRSEAT_SOAK sets how long (see package soaktest).
 func TestSoakMiddleware(t *testing.T) {
+	soakMiddleware(t, nil, "httpmw (HTTP over loopback TCP)")
+}
+
+// TestSoakMiddlewareAdaptive is TestSoakMiddleware with adaptive capacity
+// (soakAdaptive): the seats move under the handlers, which still never
+// exceed the bound (Max, the fixed soak's capacity), and queue-delay
+// shedding refuses arrivals with 503 and Retry-After.
+func TestSoakMiddlewareAdaptive(t *testing.T) {
+	soakMiddleware(t, soakAdaptive(), "httpmw (HTTP over loopback TCP, adaptive capacity)")
+}
+
+// soakAdaptive is the adaptive capacity of the adaptive soaks: between 1
+// and the fixed soak's seats, probing every five rounds, shedding when
+// the queue's least wait stays above 2 ms for 10 ms.
+func soakAdaptive() *admission.AdaptiveConfig {
+	return &admission.AdaptiveConfig{Min: 1, Max: httpSoakCapacity, ProbeInterval: 5,
+		QueueDelayTarget: 2 * time.Millisecond, QueueDelayInterval: 10 * time.Millisecond}
+}
+
+func soakMiddleware(t *testing.T, adaptive *admission.AdaptiveConfig, name string) {
 	d := soaktest.Duration(t, time.Second)
-	k := newHTTPSoak(t, soaktest.Seed(t))
+	k := newHTTPSoak(t, soaktest.Seed(t), adaptive)
 	took := k.run(d)
 	k.check()
-	k.sum.Log(t, "httpmw (HTTP over loopback TCP)", took)
+	k.sum.Log(t, name, took)
 	k.sum.Check(t)
 	goleak.VerifyNone(t)
 }
@@ -79,10 +99,10 @@ type soakRequest struct {
 
 type soakRequestKey struct{}
 
-func newHTTPSoak(t *testing.T, seed uint64) *httpSoak {
+func newHTTPSoak(t *testing.T, seed uint64, adaptive *admission.AdaptiveConfig) *httpSoak {
 	k := &httpSoak{t: t, seed: seed, byRepo: map[string]int{}, statuses: map[string]int64{}}
 	s, err := admission.New(admission.Config{Capacity: httpSoakCapacity, MaxQueue: 40,
-		DefaultKey: admission.KeyPolicy{MaxQueued: 6, MaxInFlight: 2}})
+		DefaultKey: admission.KeyPolicy{MaxQueued: 6, MaxInFlight: 2}, Adaptive: adaptive})
 	must(t, err)
 	must(t, s.RegisterType("clone", admission.JobTypeConfig{Priority: 8, ConflictGroup: "git", MaxWait: 40 * time.Millisecond, DefaultCost: time.Millisecond}))
 	must(t, s.RegisterType("default", admission.JobTypeConfig{Priority: 8, MaxWait: 40 * time.Millisecond, DefaultCost: time.Millisecond}))
@@ -373,7 +393,7 @@ func (k *httpSoak) check() {
 		k.sum.Lostf(t, "after the stop: %d seats in use, %d queued, %d handlers counted running", snap.InUse, snap.Queued, k.running)
 	}
 	c := snap.Counters
-	if ended := c.Completed + c.RejectedQueueFull + c.RejectedWaitTimeout + c.RejectedClosed + c.Cancelled; c.Submitted != ended {
+	if ended := c.Completed + c.RejectedQueueFull + c.RejectedWaitTimeout + c.RejectedClosed + c.RejectedOverload + c.Cancelled; c.Submitted != ended {
 		k.sum.Lostf(t, "counters: %d submitted, %d ended (%+v)", c.Submitted, ended, c)
 	}
 	k.mu.Lock()

@@ -45,11 +45,31 @@ import (
 // exceed the seats or mix an exclusive job with another on a repository;
 // afterwards nothing runs or is queued and no goroutine is left.
 func TestSoakInterceptors(t *testing.T) {
+	soakInterceptors(t, nil, "interceptors (gRPC over loopback TCP)")
+}
+
+// TestSoakInterceptorsAdaptive is TestSoakInterceptors with adaptive
+// capacity (soakAdaptive): the seats move under the handlers, which still
+// never exceed the bound (Max, the fixed soak's capacity), and queue-delay
+// shedding refuses arrivals with Unavailable.
+func TestSoakInterceptorsAdaptive(t *testing.T) {
+	soakInterceptors(t, soakAdaptive(), "interceptors (gRPC over loopback TCP, adaptive capacity)")
+}
+
+// soakAdaptive is the adaptive capacity of the adaptive soaks: between 1
+// and the fixed soak's seats, probing every five rounds, shedding when
+// the queue's least wait stays above 2 ms for 10 ms.
+func soakAdaptive() *admission.AdaptiveConfig {
+	return &admission.AdaptiveConfig{Min: 1, Max: grpcSoakCapacity, ProbeInterval: 5,
+		QueueDelayTarget: 2 * time.Millisecond, QueueDelayInterval: 10 * time.Millisecond}
+}
+
+func soakInterceptors(t *testing.T, adaptive *admission.AdaptiveConfig, name string) {
 	d := soaktest.Duration(t, time.Second)
-	k := newGRPCSoak(t, soaktest.Seed(t))
+	k := newGRPCSoak(t, soaktest.Seed(t), adaptive)
 	took := k.run(d)
 	k.check()
-	k.sum.Log(t, "interceptors (gRPC over loopback TCP)", took)
+	k.sum.Log(t, name, took)
 	k.sum.Check(t)
 	goleak.VerifyNone(t)
 }
@@ -83,10 +103,10 @@ type soakCall struct{ ran atomic.Int32 }
 
 type soakCallKey struct{}
 
-func newGRPCSoak(t *testing.T, seed uint64) *grpcSoak {
+func newGRPCSoak(t *testing.T, seed uint64, adaptive *admission.AdaptiveConfig) *grpcSoak {
 	k := &grpcSoak{t: t, seed: seed, byRepo: map[string][2]int{}, codes: map[codes.Code]int64{}}
 	s, err := admission.New(admission.Config{Capacity: grpcSoakCapacity, MaxQueue: 40,
-		DefaultKey: admission.KeyPolicy{MaxQueued: 6, MaxInFlight: 3}})
+		DefaultKey: admission.KeyPolicy{MaxQueued: 6, MaxInFlight: 3}, Adaptive: adaptive})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +521,7 @@ func (k *grpcSoak) check() {
 		k.sum.Lostf(t, "after the stop: %d seats in use, %d queued, %d handlers counted running", snap.InUse, snap.Queued, k.seats)
 	}
 	c := snap.Counters
-	if ended := c.Completed + c.RejectedQueueFull + c.RejectedWaitTimeout + c.RejectedClosed + c.Cancelled; c.Submitted != ended {
+	if ended := c.Completed + c.RejectedQueueFull + c.RejectedWaitTimeout + c.RejectedClosed + c.RejectedOverload + c.Cancelled; c.Submitted != ended {
 		k.sum.Lostf(t, "counters: %d submitted, %d ended (%+v)", c.Submitted, ended, c)
 	}
 	k.mu.Lock()
