@@ -29,6 +29,10 @@ type simClient struct {
 	think time.Duration
 	// job draws the next job: its ID and base time, elapsed into the run.
 	job func(rng *rand.Rand, elapsed time.Duration) (string, time.Duration)
+	// seed varies the draws of job from one run to the next; with 0 every
+	// run draws the same jobs, and runs differ only in the order in which
+	// goroutines woken at one instant run.
+	seed uint32
 }
 
 // simResult is what a run measured.
@@ -63,7 +67,7 @@ func simRun(t *testing.T, s *Scheduler, v *simserver.Server, clients []simClient
 	for ci, c := range clients {
 		for l := range c.loops {
 			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(ci), uint64(l)))
+				rng := rand.New(rand.NewPCG(uint64(c.seed)<<32|uint64(ci), uint64(l)))
 				for ctx.Err() == nil {
 					id, base := c.job(rng, time.Since(start))
 					asked := time.Now()

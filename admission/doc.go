@@ -478,12 +478,15 @@
 // reference cuts the lower tail of the noise, and the samples far slower
 // than their references (against a reference that kept a fast draw) are
 // all kept. Cutting both tails by the same margin in log brings the
-// noisy Settles load's level to about 19 seats, and a baseline fed only
+// noisy Settles load's level to about 21 seats, and a baseline fed only
 // at loads a probe has checked to about 20; but each changes the
 // noise-free controller too, and as they stand they cost dips after a
 // fall from a high limit, the climb from Min or goodput, so neither is
 // taken yet. At this spread a round's mean strays by more than the
 // tolerance, which no rule on the baseline alone can mend.
+// TestAdaptiveNoisyLevel (adaptive_level_test.go, with
+// -adaptive.level.runs=N) measures the level, the dips and the climb over
+// N different draws of that load.
 //
 // Pressure. With Config.Pressure set, each reading of its source (at most
 // once per Pressure.Interval) of 1 or more multiplies the limit by
