@@ -26,7 +26,7 @@ import (
 // bounded. It runs for a few seconds inside go test, and as long as
 // FAIRSEAT_SOAK says:
 //
-//	FAIRSEAT_SOAK=10m go test -race -run Soak -v -timeout 30m ./admission
+//	FAIRSEAT_SOAK=10m go test -race -run '^TestSoakScheduler$' -v -timeout 30m ./admission
 //
 // Nothing it asserts depends on timing: a slow machine runs fewer
 // operations, never a different verdict.
@@ -748,7 +748,7 @@ func (k *soak) control(rng *rand.Rand) {
 			func() error { return s.Pause(typ, -time.Second) },
 			func() error { return s.SetAdaptiveBounds(3, 2) },
 		}
-		if k.adaptive { // a capacity set by hand, and a Min the named keys' MinSeats may not fit in
+		if k.adaptive { // a capacity set by hand while adaptive, and a Min under 1
 			bad = append(bad, func() error { return s.SetCapacity(8) }, func() error { return s.SetAdaptiveBounds(0, 4) })
 		} else { // no bounds to move
 			bad = append(bad, func() error { return s.SetAdaptiveBounds(2, 12) })
