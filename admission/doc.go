@@ -451,7 +451,8 @@
 // 12.99 seats of the 13.08 a fixed capacity at C does, and the light
 // client's p99 wait from 98 to 33 ms); around a mean log of 0, the limit
 // started at Min reaches C = 16 in a median of 6.5 s rather than 8.4 (3.6
-// s where times do not vary). And short averages at least eight samples:
+// s where times do not vary; these runs all drew the same jobs, and over
+// 150 different draws the median is 7.1 s). And short averages at least eight samples:
 // at a limit of one seat it was the last job's inflation, congested for
 // every job slower than its reference, and started at Min the limit
 // stayed at 1 to 3 seats for 15 s and more in two runs of five (with
@@ -476,8 +477,8 @@
 // self-consistent. And the samples it keeps lean high at both ends of
 // their spread: the exclusion of those faster than 1/Tolerance of their
 // reference cuts the lower tail of the noise, and the samples far slower
-// than their references (against a reference that kept a fast draw) are
-// all kept. Cutting both tails by the same margin in log brings the
+// than their references are all kept (probably against references that
+// kept a fast draw of the noise; not measured). Cutting both tails by the same margin in log brings the
 // noisy Settles load's level to about 21 seats, and a baseline fed only
 // at loads a probe has checked to about 20; but each changes the
 // noise-free controller too, and as they stand they cost dips after a

@@ -118,17 +118,7 @@ const (
 // a pressure gate reading pressure (which holds background work, priority
 // 10, from 0.8, and lowers the adaptive limit from 1).
 func soakConfig(adaptive bool, pressure PressureSource) Config {
-	c := soakFixedConfig()
-	if adaptive {
-		a := soakAdaptive
-		c.Adaptive = &a
-		c.Pressure = &PressureConfig{Source: pressure, Threshold: 0.8, MinPriority: 10, Interval: 5 * time.Millisecond}
-	}
-	return c
-}
-
-func soakFixedConfig() Config {
-	return Config{
+	c := Config{
 		Capacity:   8,
 		TierLimits: soakTiers,
 		Aging:      &soakAging,
@@ -144,6 +134,12 @@ func soakFixedConfig() Config {
 		MaxCostEntries: soakMaxCosts,
 		CostTTL:        time.Second,
 	}
+	if adaptive {
+		a := soakAdaptive
+		c.Adaptive = &a
+		c.Pressure = &PressureConfig{Source: pressure, Threshold: 0.8, MinPriority: 10, Interval: 5 * time.Millisecond}
+	}
+	return c
 }
 
 // Errors and panics the soak's jobs inject.
