@@ -377,7 +377,7 @@ type costEntry struct {
 	at  int64   // last observation, an instant (see Scheduler.now); 0 = evicted
 	// ref is the seat time, in seconds, at the lowest uncongested load
 	// seen (refLoad seats in use at admission; see sampleLocked): adaptive
-	// capacity's reference for the inflation of the job (adaptive.go). 0 =
+	// capacity's reference for the inflation of the job (inflation.go). 0 =
 	// none yet; kept only when Config.Adaptive is set.
 	ref      float64
 	refLoad  int32

@@ -1,0 +1,135 @@
+package admission
+
+import "math"
+
+// The signal of adaptive capacity (see the package doc, "Adaptive
+// capacity"): each completion's inflation against its reference, the
+// references themselves, and the noise of seat times. adaptive.go moves
+// the limit on it.
+
+// sampleLocked feeds the controller the completion of j, which held its
+// seat for observed seconds, and reports whether the completion may take
+// or move j's reference (costEntry.updateRef): if it ran at a load the
+// controller holds uncongested (refCeilingLocked), or at a lower load than
+// the reference's and faster (the reference was taken under more
+// congestion), or at a lower load than a reference taken before the last
+// probe that found the references stale (epoch, probe.go). Called from
+// finishLocked for completions that count (not a seat handed back), before
+// the cost estimate learns observed. It may change s.cfg.Capacity; the
+// caller dispatches afterwards.
+//
+// The inflation of a job is observed / reference, its reference being the
+// seat time of its (type, job ID) at the lowest uncongested load seen
+// (costEntry.ref).
+func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef bool) {
+	a := s.adaptive
+	e := j.cost
+	if e != nil && (e.ref <= 0 || sinceNs(now, e.at) > s.cfg.CostTTL) {
+		e.ref, e.last = 0, 0 // expired with its estimate: taken again, and no pair across the gap (noteNoise)
+	}
+	uncongested := float64(j.load) <= s.refCeilingLocked()
+	if e == nil || e.ref == 0 {
+		a.weak++
+		return uncongested
+	}
+	used := s.queued > 0 || float64(s.inUse+1) >= a.cfg.UsedFraction*float64(s.cfg.Capacity)
+	a.samples++
+	x := observed / e.ref
+	a.noteNoise(e, observed, j.load)
+	// A sample Tolerance times faster than its reference measures a
+	// reference taken under congestion, not noise: it stays out of the
+	// baseline.
+	if uncongested && j.load <= e.refLoad && x*a.cfg.Tolerance >= 1 {
+		a.baseline += baselineAlpha * (x - a.baseline)
+	}
+	// The jobs a probe admitted ran at half the limit: they measure the
+	// references, not the congestion at the limit, and would read as a
+	// server with room to spare just as the probe gives the seats back.
+	if !j.probed {
+		w := 2 / (max(a.limit, minShortSamples) + 1)
+		a.short += w * (x - a.short)
+		a.load += w * (float64(j.load) - a.load)
+	}
+	a.followFall()
+	s.stepLocked(used, j, x, now)
+	return uncongested || j.load < e.refLoad && (x < 1 || e.refEpoch != a.epoch)
+}
+
+// baselineAlpha is the weight of one sample in the noise baseline.
+const baselineAlpha = 0.05
+
+// minShortSamples is the fewest samples short averages over, however low
+// the limit: at a limit of one or two seats a round is one or two jobs,
+// and where seat times vary short was then the last job's inflation,
+// congested for every job slower than its reference. With seat times
+// spread log-normally by 0.5, C = 16 and the limit started at Min = 1
+// (TestAdaptiveNoisySeatTimes), it stayed at 1 to 3 seats for the first
+// 15 s in two runs of five, whose goodput over 40 s was 4.4 seats; with
+// eight, it reached 14 to 24 seats by 9 s in all five.
+const minShortSamples = 8
+
+// shortError is the standard error of short in log, from the noise: a
+// job's inflation varies by its seat time's spread and its reference's,
+// 2·noise in log, so by sqrt(e^(2·noise) - 1) of its mean, and short
+// averages about max(limit, minShortSamples) samples. About 0 where seat
+// times do not vary (in the simulated tests without a spread, noise is a
+// few thousandths in log, which moves a cut by about 0.3 %). A congested
+// step cuts the limit only as far as short one standard error lower
+// implies. With a log-normal spread of 0.5 and C = 16 (the noisy Settles
+// load, 40 s, three batches of 150 runs per start against two before), a
+// round that strayed high by chance had cut the limit under 12 seats in 8
+// and 9 runs from Initial = 4·C and in 20 and 24 from Min; with the
+// allowance, in 2 to 6 and 6 to 11. The goodput from 4·C went from 15.78
+// to 15.90 seats (the worst run from 14.4 to 14.8 to 15.5), from Min from
+// 13.2 to 13.3, and the settled limit stayed at 25 to 26 and 23 seats
+// (benchmarks/ADMISSION.md, session 16). Two standard errors took the dips
+// further but raised the limit from Min by two seats.
+func (a *adaptive) shortError() float64 {
+	return math.Sqrt(math.Expm1(2*a.noise) / max(a.limit, minShortSamples))
+}
+
+// noteNoise folds a sample of e, a job that held its seat for observed
+// seconds at load seats in use, into the noise estimate: two successive
+// samples of one (type, job ID) at the same load differ only by how seat
+// times vary, so half their squared difference in log is an estimate of
+// that variance (0 where times do not vary; a job that got dearer adds
+// one such estimate, not one per later sample). A probe's verdict allows
+// for it (probe.go).
+func (a *adaptive) noteNoise(e *costEntry, observed float64, load int32) {
+	if e.lastLoad == load && e.last > 0 && observed > 0 {
+		d := math.Log(observed / e.last)
+		a.noise += noiseAlpha * (d*d/2 - a.noise)
+	}
+	e.last, e.lastLoad = observed, load
+}
+
+// noiseAlpha is the weight of one pair of samples in the noise estimate.
+const noiseAlpha = 0.01
+
+// refCeilingLocked is the highest load at which a completion may take or
+// move a reference, or feed the baseline: limit/Tolerance, which is the
+// true capacity when the limit sits where the controller settles, and at
+// least Min, so that references can always be taken again at the floor.
+// While a probe runs, the limit it will restore counts, so that the jobs
+// it admits take theirs.
+func (s *Scheduler) refCeilingLocked() float64 {
+	a := s.adaptive
+	l := a.limit
+	if a.probing {
+		l = a.saved
+	}
+	return max(float64(a.cfg.Min), l/a.cfg.Tolerance)
+}
+
+// updateRef folds an observation made at load into the reference: one at a
+// lower load replaces it, one at the same load moves it by the cost EMA's
+// alpha, one at a higher load leaves it (congestion, not the job, may have
+// made it slower).
+func (e *costEntry) updateRef(observed float64, load int32, alpha float64, epoch uint32) {
+	switch {
+	case e.ref == 0 || load < e.refLoad:
+		e.ref, e.refLoad, e.refEpoch = observed, load, epoch
+	case load == e.refLoad:
+		e.ref += alpha * (observed - e.ref)
+	}
+}
