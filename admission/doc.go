@@ -252,249 +252,226 @@
 //
 // With Config.Adaptive set, the capacity is not a guess of the operator's
 // but a limit that follows what the server can do, between
-// AdaptiveConfig.Min and Max (adaptive.go). It is the capacity every other
-// mechanism reads — dispatch, fair shares, retry hints, Snapshot — so
-// nothing else changes. Tier caps and MaxConcurrency keep their meaning and
-// do not scale with it: a cap above the limit does not bind, one below it
-// still does (and keeps the seats from being used, so the limit stops
-// growing there); give the foreground tier a TierLimits entry of at least
-// Max. KeyPolicy.MinSeats must fit in Min.
+// AdaptiveConfig.Min and Max. It is the capacity every other mechanism
+// reads — dispatch, fair shares, retry hints, Snapshot — so nothing else
+// changes. Tier caps and MaxConcurrency keep their meaning and do not scale
+// with it: a cap above the limit does not bind, one below it still does (and
+// keeps the seats from being used, so the limit stops growing there); give
+// the foreground tier a TierLimits entry of at least Max. KeyPolicy.MinSeats
+// must fit in Min.
 //
-// Signal. Seat time alone cannot tell congestion from heavier work: a mix
-// that turns to linux.git clones takes longer per job on a server that is
-// not congested at all. So each job is judged against its own reference,
-// the seat time of its (type, job ID) at the lowest uncongested load seen,
-// load being the seats in use at its admission. Its inflation is
+// The controller is a signal (inflation.go), a control law (adaptive.go),
+// probes that keep the signal sound (probe.go), and two optional inputs,
+// pressure (pressure.go) and queue-delay shedding (shedding.go). It runs at
+// each completion, with time as an argument: no timer, no goroutine.
+//
+// Signal (inflation.go). Seat time alone cannot tell congestion from
+// heavier work: a mix that turns to linux.git clones takes longer per job on
+// a server that is not congested at all. So each job is judged against its
+// own reference, the seat time of its (type, job ID) at the lowest
+// uncongested load seen, load being the seats in use at its admission. Its
+// inflation is
 //
 //	x = observed / reference
 //
-// Only a completion at a load of at most limit/Tolerance (and at least at
+// Only a completion at a load of at most limit/Tolerance (and at least
 // Min), the reference ceiling, takes or moves a reference: where the limit
-// settles (below) that is the true capacity, so a load the controller holds
-// uncongested. Under the ceiling a completion at a lower load than the
+// settles that is the true capacity, a load the controller holds
+// uncongested. Under the ceiling, a completion at a lower load than the
 // reference's replaces it (so a job that really got dearer is followed once
-// it runs at a load where the old time was seen), one at the same load
-// moves it by the cost EMA's alpha, and one at a higher load leaves it
-// alone. Above the ceiling a completion replaces the reference only if it
-// ran at a lower load and faster: the reference was taken under more
-// congestion than that; or, faster or not, if the reference was taken
-// before the last probe that found the references stale (below). So a
-// limit that falls, or that oscillates above the true capacity, does not
-// take references under congestion, which would make that congestion look
-// normal; they come from the moments the
-// load is under the ceiling: a server that is not saturated, and probes
-// (below). The learned cost estimate itself cannot serve as the reference:
-// it follows the seat time under whatever congestion there is (that is its
-// job, for virtual time and retry hints), so under steady congestion
-// observed/est tends to 1 and would read as "no congestion", whatever the
-// load. A job whose (type, job ID) has no reference yet gives no sample:
-// its estimate is still the type's DefaultCost, a guess, and its
-// inflation would measure the guess. A seat handed back by a waiter that
-// gave up is no sample either. So a workload whose job IDs never repeat
-// gives the controller nothing, and the limit stays where it is (pressure
-// still lowers it); a route without job IDs has one reference per type,
-// that is a raw-latency signal for that type. References live with the
-// cost estimates (and expire with them, after CostTTL) but a cost store
-// does not save them: after a restart each (type, job ID) takes its
-// reference again.
+// it runs at a load where the old time was seen), one at the same load moves
+// it by the cost EMA's alpha, and one at a higher load leaves it alone. Above
+// the ceiling a completion replaces the reference only if it ran at a lower
+// load and faster (the reference was taken under more congestion than that),
+// or, faster or not, at a lower load than a reference a probe has found
+// stale (below). So a limit that falls, or that oscillates above the true
+// capacity, does not take references under congestion, which would make
+// that congestion look normal; they come from the moments the load is under
+// the ceiling: a server that is not saturated, and probes.
 //
-// Control, gradient-style as Gradient2, evaluated at each sample (time is
-// an argument, and no timer or goroutine is involved):
+// The learned cost estimate cannot serve as the reference: it follows the
+// seat time under whatever congestion there is (its job, for virtual time
+// and retry hints), so under steady congestion observed/estimate tends to 1
+// whatever the load. A job whose (type, job ID) has no reference yet gives
+// no sample (its estimate is still the type's DefaultCost, a guess), nor
+// does a seat handed back by a waiter that gave up. So a workload whose job
+// IDs never repeat gives the controller nothing, and the limit stays where
+// it is (pressure still lowers it); a route without job IDs has one
+// reference per type, a raw-latency signal for that type. References live
+// with the cost estimates and expire with them (CostTTL); a cost store does
+// not save them, so after a restart each (type, job ID) takes its reference
+// again.
 //
-//	short    = EMA of x over about one round (limit samples, at least eight)
-//	load     = EMA of the same samples' loads (seats in use at their admission)
-//	baseline = EMA of x over samples under the ceiling, at or below their
-//	           reference's load, and with x >= 1/Tolerance (a probe may
-//	           re-anchor it, below)
-//	implied  = load · Tolerance · baseline / short
-//	target   = max(implied · e^se, limit / 2)   if short > Tolerance · baseline
-//	                                            (congested; se is short's
-//	                                            standard error from the noise,
-//	                                            about 0 where seat times do
-//	                                            not vary)
-//	         = limit + Headroom · sqrt(limit)   otherwise: at most implied if the
-//	                                            sample's own x > sqrt(Tolerance) ·
-//	                                            baseline, and at least 1.5 · limit
-//	                                            once short has stayed at or under
-//	                                            sqrt(Tolerance) · baseline for a round
-//	limit   += Smoothing / limit · (target - limit)
-//	                                            only down when congested, only up
-//	                                            otherwise
+// Control (adaptive.go), gradient-style as Gradient2, at each sample:
 //
-// The baseline is the inflation of jobs seen at a load the controller holds
-// uncongested and no higher than their reference's: noise, not congestion (1
-// on a server whose times do not vary), and it corrects the signal for it. A
-// sample more than Tolerance times faster than its reference measures a
-// reference taken under congestion, not noise, and is left out of it. Since
-// a round is about limit samples, a round moves the limit Smoothing of the
-// way to target. It settles where jobs take Tolerance times their reference:
-// on a server whose seat times are flat up to a capacity C and grow past it,
-// at about Tolerance·C. The target is where the samples put the limit
-// (implied), taken at their own load rather than at the limit: a sample
-// reports at its end the load at its admission, and short averages a round
-// of them, so the samples trail the limit by a round or so. Gradient2's
-// target, the limit times Tolerance·baseline/short (which this package
-// used at first), kept the limit growing for that round after it had passed
-// the point, and then cut the overshot limit rather than the point: for C =
-// 16 in adaptive_sim_test.go a sawtooth from 17 to 20 once settled, about
-// one run in 300 to 1,500 reaching 21, past the test's ±25%. Measured at the
-// samples' load, implied does not depend on the lag; and a sample that
-// shows inflation past the noise (x over sqrt(Tolerance)·baseline) says the
-// limit is near the point, so it grows the limit no further than implied,
-// while one that ran at its reference is room to grow by the headroom (as
-// when the capacity has just recovered: the fresh samples grow the limit at
-// once, the stale ones of the slow spell do not hold it back). Settled
-// (from 10 s, 1,500 runs of each start), the limit for C = 16 stays at 18
-// from the floor (18 to 19 in 7 runs) and within 17 to 19 from 4·C
-// (touching 20 in 8 runs), never 21. The jobs a probe (below) admitted do
-// not feed short: they ran at half the limit and would read as a server
-// with room to spare just as the probe gives the seats back. Unlike Gradient2,
-// the headroom is added only when the server keeps up: fairseat's queue is
-// outside the limit, so no allowance for a queue inside it is needed, and a
-// limit under congestion converges on the point instead of sqrt(limit) above
-// it. While jobs take no more than sqrt(Tolerance) times their references
-// for a whole round, the server shows no congestion at all (it has just
-// recovered from a slow spell, or the limit starts at Min), and the limit
-// grows as TCP's slow start does, by about a quarter a round; a round,
-// because a few samples of jobs whose references were taken under some
-// congestion dip short for a moment, and a faster climb on each dip took the
-// limit 30% past C. The limit grows only while it is used: when a sample
-// ends, the seats in use were at least UsedFraction of it or work was
-// queued; an idle or lightly used server never inflates its limit (and then
-// admits a burst into a slow server).
+//	short     = EMA of x over about one round (limit samples, at least eight)
+//	load      = EMA of the same samples' loads
+//	baseline  = EMA of x over samples under the ceiling, at or below their
+//	            reference's load, and with x >= 1/Tolerance
+//	implied   = load · Tolerance · baseline / short
+//	congested = short > Tolerance · baseline
+//	target    = max(implied · e^se, limit / 2)   if congested (se: short's
+//	                                             standard error, below)
+//	          = limit + Headroom · sqrt(limit)   otherwise; at most implied if
+//	                                             the sample's x > sqrt(Tolerance)
+//	                                             · baseline, at least 1.5 · limit
+//	                                             after a calm round
+//	limit    += Smoothing / limit · (target - limit)
+//	                                             only down when congested, only
+//	                                             up otherwise
+//
+// The baseline is the inflation of jobs seen at loads the controller holds
+// uncongested: noise, not congestion (1 where seat times do not vary), and
+// the signal is corrected for it. A sample more than Tolerance times faster
+// than its reference measures a reference taken under congestion, not
+// noise, and is left out of it. A round is about limit samples, so a round
+// moves the limit Smoothing of the way to target, and the limit settles
+// where jobs take Tolerance times their references: on a server whose seat
+// times are flat up to a capacity C and grow past it, at about Tolerance·C.
+// The other rules, and why:
+//   - implied is taken at the samples' own load, not at the limit: a sample
+//     reports at its end the load at its admission, so the samples trail
+//     the limit by a round or so. Gradient2's target, the limit times
+//     Tolerance·baseline/short (which this package used at first), kept the
+//     limit growing for that round after it had passed the point, then cut
+//     the overshot limit rather than the point: for C = 16 in
+//     adaptive_sim_test.go a sawtooth from 17 to 20, about one run in 300 to
+//     1,500 reaching 21.
+//   - a sample inflated past the noise (x over sqrt(Tolerance)·baseline)
+//     says the limit is near the point, so it grows the limit no further
+//     than implied; one that ran at its reference is room to grow by the
+//     headroom (as when the capacity has just recovered: the fresh samples
+//     grow the limit at once, the stale ones of the slow spell do not hold
+//     it back).
+//   - the headroom is added only when the server keeps up. Gradient2 adds
+//     it always, as room for a queue inside its limit; fairseat's queue is
+//     outside the limit, so a limit under congestion converges on the point
+//     rather than sqrt(limit) above it.
+//   - while jobs take no more than sqrt(Tolerance) times their references
+//     for a whole round (calm: the server shows no congestion at all, as
+//     just after a slow spell or with the limit started at Min), the limit
+//     grows as TCP's slow start does, by about a quarter a round. A whole
+//     round, because a few samples of jobs whose references were taken
+//     under some congestion dip short for a moment, and a faster climb on
+//     each dip took the limit 30% past C.
+//   - the limit grows only while it is used: when a sample ends, the seats
+//     in use were at least UsedFraction of it or work was queued. An idle or
+//     lightly used server never inflates its limit (and then admits a burst
+//     into a slow server).
+//   - the jobs a probe admitted do not feed short: they ran at half the
+//     limit and would read as a server with room to spare just as the probe
+//     gives the seats back.
+//
+// Settled (from 10 s, 1,500 runs from each start of adaptive_sim_test.go's
+// scenario), the limit for C = 16 stays at 18 from the floor (18 to 19 in 7
+// runs) and within 17 to 19 from 4·C (touching 20 in 8 runs), never 21.
 //
 // Probes (probe.go). The ceiling keeps references sound once the limit sits
 // near Tolerance·C, but the limit starts wherever Initial puts it, and the
 // references of jobs that all got dearer (a deploy) are too low at every
 // load. So, as Envoy's adaptive concurrency filter re-measures its minimum
 // latency, a probe halves the limit for one round of the jobs it admits (at
-// least eight, so that a verdict at a limit of a few seats rests on more than
-// one or two jobs), whose references are taken at that lower load, and then
-// restores it. The mean inflation m of its jobs is its verdict: m under
-// 1/sqrt(Tolerance) shows references taken under congestion, m over
-// sqrt(Tolerance) references that are stale (the jobs got dearer: they are
-// slow at half the load too), and either way the next probe comes five rounds
-// later; otherwise the references hold, and the next comes ProbeInterval
-// rounds later (1000; after a stale verdict, only once a second sound
-// verdict in a row confirms the first, see below). The bound is
-// sqrt(Tolerance), not Tolerance, because the limit settles at about
-// Tolerance·r·C, r being the references' own inflation: held within
+// least eight, so that a verdict at a limit of a few seats rests on more
+// than one or two jobs), whose references are taken at that lower load, and
+// then restores it. The mean inflation m of its jobs is its verdict:
+//   - m under 1/sqrt(Tolerance): references taken under congestion;
+//   - m over sqrt(Tolerance): stale references (the jobs got dearer: they
+//     are slow at half the load too). Every reference taken before the
+//     verdict is marked stale (an epoch, costEntry.refEpoch), and a
+//     completion at a lower load than a stale reference's replaces it even
+//     above the ceiling and slower: under a flood every job is admitted above
+//     the ceiling, and otherwise only the probes' few jobs would take
+//     references again. (A stale reference taken at a load below any the
+//     flood runs at is still left to a later probe's jobs. And a slower
+//     completion at a lower load is not taken on a sound verdict: it may be
+//     a server that slowed down.)
+//   - otherwise the references are sound.
+//
+// The bounds are sqrt(Tolerance), not Tolerance, because the limit settles
+// at about Tolerance·r·C, r being the references' own inflation: held within
 // sqrt(Tolerance), the limit stays under Tolerance^1.5·C, about 1.15·C.
-// The verdict also re-anchors the baseline:
-// when short, the inflation at the limit, is at most Tolerance^1.5 times m,
-// the inflation at half of it, the load costs nothing and what inflation
-// there is comes from the references, so the baseline becomes m; the limit
-// then stops falling on stale references while probes take them again. A
-// stale verdict also marks every reference taken before it as stale (an
-// epoch, costEntry.refEpoch): a completion at a lower load than such a
-// reference's replaces it even above the ceiling and slower. Under a flood
-// every job is admitted with the limit in use, above the ceiling, so
-// without that only the probes' eight or so jobs each retook references:
-// with half of 100 job IDs taken again, the probes' m mixed fresh
-// references with stale ones, the baseline it anchored stayed under what
-// the stale half read, and the limit sat at a third of C for seconds
-// (TestAdaptiveJobsGetDearer failed about once in 1,500 runs, and once in
-// 10,500 since). What that rule cannot reach is a stale reference taken at
-// a load below any the flood runs at (the probes before the change took
-// most at half the limit): only a later probe's few jobs undercut it. And
-// a probe that happens to draw jobs whose references were already taken
-// again finds them sound; that verdict used to end the quick probes with a
-// third of the references still stale, which could hold the limit near
-// half of C for seconds. So the first sound verdict after a stale one
-// brings one more probe, and only a second in a row lets the probes go
-// quiet: in 3,000 runs of the test's scenario, the runs whose mean limit
-// from 28 s stayed under 17 seats went from 41 to 5, for one more probe
-// after each stale episode (the test failed 5 times in 20,000 runs before,
-// 3 in 30,000 since; benchmarks/ADMISSION.md, session 14, also measured
-// three wider rules for retaking stale references, none kept). A slower
-// completion at a lower load is not taken on a sound verdict: it may be a
-// server that slowed down. A fall of the limit by a fifth since the last
-// probe brings the next one to within five rounds too: the fall is
-// congestion or jobs that got dearer, and only a probe tells them apart
-// (the dearer jobs' references are taken again and the limit comes
-// back). When the probe a fall brought on finds the references sound,
-// and they were held sound before (the probes had gone quiet: a sound
-// verdict held for five rounds, as long as the next quick probe would have
-// waited; while they come every five rounds, references are still being
-// taken again, and a verdict vouches only for those it sampled), jobs run at
-// their references at its limit, half the fallen one: the fall is the
-// server's congestion, which the controller follows by itself. So the limit
-// may go on falling to the probe's limit without another probe (only a fall
-// by a fifth below that, to loads no probe checked, brings the next one
-// early), until it is back above where the probe found it: that fall is
-// over, and the next may be jobs that got dearer. And the probe's m becomes
-// the baseline as soon as short has come down to Tolerance^1.5·m: while the
-// limit falls, the ceiling is still above the capacity, and completions under
-// it may have moved the baseline.
-// When the true capacity halved, the limit used to fall through four fifths,
-// be probed, fall on and be probed again, the second probe re-anchoring the
-// baseline at the cost of halving the seats once more while the server was
-// short of them. Once the limit is steady, one round in about a thousand runs
-// at half the limit. Snapshot's Adaptive.Probing tells probes apart.
+// After a verdict of stale or congested references the next probe comes
+// five rounds later. So does it after the first sound verdict that follows a
+// stale one, since a probe that happens to draw jobs whose references were
+// already taken again finds them sound while others are still stale; only a
+// second sound verdict in a row lets the probes go quiet, the next coming
+// ProbeInterval rounds later (1000 by default). A fall of the limit by a
+// fifth since the last probe brings the next one within five rounds too:
+// the fall is congestion or jobs that got dearer, and only a probe tells
+// them apart (the dearer jobs' references are taken again and the limit
+// comes back).
+//
+// A verdict also re-anchors the baseline: when short, the inflation at the
+// limit, is at most Tolerance^1.5 times m, the inflation at half of it, the
+// load costs nothing and what inflation there is comes from the references,
+// so the baseline becomes m; the limit then stops falling on stale
+// references while probes take them again.
+//
+// When the probe a fall brought on finds the references sound, and they had
+// been held sound before it (the probes had gone quiet: while they come
+// every five rounds references are still being taken again, and a verdict
+// vouches only for those it sampled), jobs run at their references at the
+// probe's limit, half the fallen one: the fall is the server's congestion,
+// which the controller follows by itself. So the limit may fall on to the
+// probe's limit without another probe (only a fall by a fifth below that,
+// to loads no probe checked, brings the next one early), until it is back
+// above where the probe found it; and the probe's m becomes the baseline as
+// soon as short has come down to Tolerance^1.5·m (while the limit falls the
+// ceiling is still above the capacity, and completions under it may have
+// moved the baseline). Before this rule, when the true capacity halved, the
+// limit fell, was probed, fell on and was probed again, halving the seats
+// once more while the server was short of them. Once the limit is steady,
+// one round in about a thousand runs at half the limit. Snapshot's
+// Adaptive.Probing tells probes apart.
 //
 // Noisy seat times. A real server's seat times vary from one job to the
-// next, not only with the load, and a probe's verdict rests on eight or
-// so jobs, each read against a reference that is one such job too. So the
-// verdict allows for chance: the controller estimates how a job's seat
-// time varies at a given load (two successive samples of one (type, job
-// ID) at the same load differ only by that; Snapshot's Adaptive.Noise is
-// its standard deviation in log), and for a verdict of stale or congested
-// references, as well as m beyond the bounds, the mean log of the probe's
-// inflations must lie more than a standard error of it, sqrt(2·noise/n)
-// for n jobs, beyond 0: with sound references that mean is 0 whatever the
-// noise, where m is about e^noise (probe.go, verdictZ). Where times do not
-// vary, noise is about 0 and nothing changes. With a log-normal spread of
-// 0.5, the bare bounds found most probes' references stale or congested,
-// probes came every five rounds and, in benchmarks/adaptive's noisy slow
-// disk, cost 6.8 % of the goodput (median of seven runs; 0.36 % of nine
-// with two standard errors around m = 1, the goodput going from 12.47 to
-// 12.99 seats of the 13.08 a fixed capacity at C does, and the light
-// client's p99 wait from 98 to 33 ms); around a mean log of 0, the limit
-// started at Min reaches C = 16 in a median of 6.5 s rather than 8.4 (3.6
-// s where times do not vary; these runs all drew the same jobs, and over
-// 150 different draws the median is 7.1 s). And short averages at least eight samples:
-// at a limit of one seat it was the last job's inflation, congested for
-// every job slower than its reference, and started at Min the limit
-// stayed at 1 to 3 seats for 15 s and more in two runs of five (with
-// eight samples, in 6 runs of 3,000; TestAdaptiveNoisySeatTimes). And
-// short, which averages a round, strays by chance: a congested step cuts
-// the limit only as far as short one standard error lower implies
-// (adaptive.shortError), which took the runs that dipped under 12 seats
-// from 8 or 9 in 150 to 2 to 6 from Initial = 4·C, and from 20 or 24 to 6
-// to 11 from Min, for 0.12 seats more goodput; the limit still dips now
-// and then for a second or two.
+// next, not only with the load. The controller estimates by how much
+// (noteNoise): two successive samples of one (type, job ID) at the same load
+// differ only by that. Snapshot's Adaptive.Noise is its standard deviation
+// in log; where times do not vary it is about 0, and nothing below changes.
+// Three decisions allow for it:
+//   - a probe's verdict: for stale or congested references, as well as m
+//     beyond the bounds, the mean log of the probe's inflations must lie more
+//     than its standard error, sqrt(2·noise/n) for n jobs, beyond 0
+//     (verdictZ): with sound references that mean is 0 whatever the noise,
+//     where m is about e^noise. With a log-normal spread of 0.5, the bare
+//     bounds found most probes' references stale or congested, and the
+//     probes that followed every five rounds cost benchmarks/adaptive's
+//     noisy slow disk 6.8 % of its goodput (0.36 % with the allowance);
+//   - short averages at least eight samples (minShortSamples): at a limit of
+//     one seat it was the last job's inflation, congested for every job
+//     slower than its reference, and a limit started at Min stayed at 1 to 3
+//     seats for 15 s and more in two runs of five;
+//   - a round's mean strays by chance, so a congested step cuts the limit
+//     only as far as short one standard error lower implies (shortError).
 //
-// What noise still costs: the limit settles above Tolerance·C, a mean of
-// 22 to 26 seats in the noisy slow disk where the oracle's is 14.7 (a p99
-// of 1.43 to 1.55 s against 1.33 s at C fixed, for 99.7 % of its
-// goodput), and 20 to 33 seats for C = 16 in copies of the simulated
-// tests under that spread, which it follows when C halves, at about twice
-// C. The cause is which samples the baseline keeps (benchmarks/ADMISSION.md,
-// sessions 16 and 17). Its ceiling is limit/Tolerance, which is C where
-// seat times do not vary but above C once the limit is above
-// Tolerance·C, so its samples include congestion and the baseline rises
-// with the limit: every level above Tolerance·C is close to
-// self-consistent. And the samples it keeps lean high at both ends of
-// their spread: the exclusion of those faster than 1/Tolerance of their
-// reference cuts the lower tail of the noise, and the samples far slower
-// than their references are all kept (probably against references that
-// kept a fast draw of the noise; not measured). Cutting both tails by the same margin in log brings the
-// noisy Settles load's level to about 21 seats, and a baseline fed only
-// at loads a probe has checked to about 20; but each changes the
-// noise-free controller too, and as they stand they cost dips after a
-// fall from a high limit, the climb from Min or goodput, so neither is
-// taken yet. At this spread a round's mean strays by more than the
-// tolerance, which no rule on the baseline alone can mend.
-// TestAdaptiveNoisyLevel (adaptive_level_test.go, with
-// -adaptive.level.runs=N) measures the level, the dips and the climb over
-// N different draws of that load.
+// What noise still costs: the limit settles above Tolerance·C. At a spread
+// of 0.5, a mean of 22 to 26 seats in the noisy slow disk where the
+// oracle's is 14.7 (a p99 of 1.43 to 1.55 s against 1.33 s at C fixed, for
+// 99.7 % of its goodput), and 20 to 33 seats for C = 16 in copies of the
+// simulated tests under that spread, which it follows when C halves, at
+// about twice C. The cause is which samples the baseline keeps. Its ceiling
+// is limit/Tolerance, which is above C once the limit is above Tolerance·C,
+// so its samples include congestion and the baseline rises with the limit:
+// every level above Tolerance·C is close to self-consistent. And the samples
+// it keeps lean high at both ends of their spread: the exclusion of those
+// faster than 1/Tolerance of their reference cuts the lower tail of the
+// noise, and the samples far slower than their references are all kept.
+// Cutting both tails by the same margin in log brings the level down by 4
+// to 6 seats, but changes the noise-free controller too and, as measured,
+// costs dips after a fall from a high limit, the climb from Min or goodput,
+// so it is not taken. At this spread a round's mean strays by more than the
+// tolerance, which no rule on the baseline alone can mend
+// (benchmarks/ADMISSION.md, sessions 15 to 17). TestAdaptiveNoisyLevel
+// (adaptive_level_test.go, with -adaptive.level.runs=N) measures the level,
+// the dips and the climb over N different draws of that load.
 //
-// Pressure. With Config.Pressure set, each reading of its source (at most
-// once per Pressure.Interval) of 1 or more multiplies the limit by
-// PressureBackoff, and the limit does not grow meanwhile. (The gate still
-// holds back work at or below Pressure.MinPriority at its Threshold.)
+// Pressure (pressure.go). With Config.Pressure set, each reading of its
+// source (at most once per Pressure.Interval) of 1 or more multiplies the
+// limit by PressureBackoff, and the limit does not grow meanwhile. (The gate
+// still holds back work at or below Pressure.MinPriority at its Threshold.)
 //
-// Queue-delay shedding (QueueDelayTarget > 0), CoDel's idea as in
+// Queue-delay shedding (shedding.go; QueueDelayTarget > 0), CoDel's idea as in
 // Facebook's adaptive LIFO and CoDel: the scheduler keeps the smallest
 // wait of the foreground requests admitted in each QueueDelayInterval of
 // the keys holding (queued + running) at least their weighted share of all

@@ -23,9 +23,20 @@ import "math"
 // ones whose references were already taken again while others are still
 // stale, so one more probe follows minProbeEvery rounds later (and does
 // not explain a fall), and only a second sound verdict in a row lets the
-// probes go quiet. A stale verdict also starts a new epoch: a reference
-// taken before it is replaced by a completion at a lower load, faster or
-// not (sampleLocked). (The package doc says why sqrt(Tolerance), and how
+// probes go quiet (in 3,000 runs of TestAdaptiveJobsGetDearer's scenario,
+// the runs whose mean limit from 28 s stayed under 17 seats went from 41
+// to 5 with it, for one more probe after each stale episode; the test
+// failed 5 times in 20,000 runs before, 3 in 30,000 since). A stale
+// verdict also starts a new epoch: a reference taken before it is replaced
+// by a completion at a lower load, faster or not (sampleLocked). Under a
+// flood every job is admitted above the ceiling, so without the epoch only
+// the probes' eight or so jobs each retook references: with half of 100
+// job IDs taken again, the probes' m mixed fresh references with stale
+// ones, the baseline it anchored stayed under what the stale half read,
+// and the limit sat at a third of C for seconds (TestAdaptiveJobsGetDearer
+// failed about once in 1,500 runs, and once in 10,500 since; session 14 of
+// benchmarks/ADMISSION.md measured three wider rules for retaking stale
+// references, none kept). (The package doc says why sqrt(Tolerance), and how
 // the verdict re-anchors the baseline.) A fall of the limit by a fifth
 // since the last probe also brings the next one to within minProbeEvery
 // rounds: the ceiling keeps a falling limit from taking congested
