@@ -85,8 +85,8 @@ func (s *Scheduler) newFlowLocked(k *keyState, t *typeState, prio Priority) *flo
 }
 
 // freeFlowLocked takes f, which holds no job (queued or parked on a
-// resource) and is in no heap, off its
-// key's flows and back to the free list.
+// resource) and is in no heap, off its key's flows and back to the free
+// list.
 func (s *Scheduler) freeFlowLocked(f *flow) {
 	k := f.key
 	for i, g := range k.flows {
