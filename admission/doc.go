@@ -302,7 +302,8 @@
 // not save them, so after a restart each (type, job ID) takes its reference
 // again.
 //
-// Control (adaptive.go), gradient-style as Gradient2, at each sample:
+// Control, gradient-style as Gradient2, at each sample (the averages of the
+// signal in inflation.go, the step in adaptive.go):
 //
 //	short     = EMA of x over about one round (limit samples, at least eight)
 //	load      = EMA of the same samples' loads
