@@ -117,8 +117,10 @@ func FuzzForwardedClient(f *testing.F) {
 // ::1), and the one ForwardedClient returns prints in the shortest. The
 // fields are those of either header: split at the separators of Forwarded
 // and at white space (which ForwardedClient trims as strings.TrimSpace
-// does), or an X-Forwarded-For hop whole, which may hold a quote (an IPv6
-// zone may be any text: "::0%\"" is :: in zone `"`).
+// does), or an X-Forwarded-For hop whole, which may hold a quote or a
+// bracket (an IPv6 zone may be any text: "::0%\"" is :: in zone `"`,
+// "::0%[" is :: in zone "["). A field is tried as it is, as an address
+// and port, and with the brackets of "[2001:db8::1]" taken off.
 func namesAddr(s string, a netip.Addr) bool {
 	sep := func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(",;=\"", r) }
 	for _, f := range slices.Concat(strings.FieldsFunc(s, sep), strings.Split(s, ",")) {
@@ -126,8 +128,10 @@ func namesAddr(s string, a netip.Addr) bool {
 		if ap, err := netip.ParseAddrPort(f); err == nil && ap.Addr() == a {
 			return true
 		}
-		if b, err := netip.ParseAddr(strings.Trim(f, "[]")); err == nil && b == a {
-			return true
+		for _, g := range []string{f, strings.Trim(f, "[]")} {
+			if b, err := netip.ParseAddr(g); err == nil && b == a {
+				return true
+			}
 		}
 	}
 	return false
