@@ -21,7 +21,8 @@ var (
 //	go test ./adaptive -run '^TestDiagnose$' -diagnose='fairseat adaptive,oracle' -v
 //
 // For each scenario (of the report's length) and each entry named, it logs
-// the medians over -diagnose.rounds runs (as the report computes them) with
+// the medians over -diagnose.rounds runs, each with its own draw of jobs
+// (Scenario.Draw 0, 1, ..., as the report's), with
 // every run's goodput and its total loss, then for the first run: the
 // work of the requests completed in the window (Result.Completed) split
 // into the goodput, the work done in the window, and the two edges it
@@ -39,7 +40,8 @@ func TestDiagnose(t *testing.T) {
 				continue
 			}
 			var rounds []Result
-			for range *diagnoseRounds {
+			for i := range *diagnoseRounds {
+				sc.Draw = uint64(i)
 				rounds = append(rounds, runEntry(t, sc, e))
 			}
 			var o Outcome

@@ -14,7 +14,8 @@
 // goroutines woken at one instant. Besides goodput and latency, a run
 // accounts where the goodput was lost against the true capacity (Loss):
 // while the limiter probed, while its limit was below C, or otherwise.
-// TestReport runs them all; with -report it writes ADAPTIVE.md and
+// TestReport runs them all, each limiter once with each of Rounds draws
+// of jobs (Scenario.Draw); with -report it writes ADAPTIVE.md and
 // adaptive.svg (in benchmarks/: go test ./adaptive -run '^TestReport$'
 // -report=..).
 package adaptive

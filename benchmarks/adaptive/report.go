@@ -19,8 +19,12 @@ type Outcome struct {
 	GoodputMax []float64
 }
 
-// Rounds is how many times a report runs each limiter in each scenario.
-const Rounds = 3
+// Rounds is how many times a report runs each limiter in each scenario,
+// each time with its own draw of jobs (Scenario.Draw). Five, not three:
+// the goodput of the adaptive limiters differs by 0.1 to 0.2 %, about as
+// much as one limiter's does from draw to draw (benchmarks/ADMISSION.md,
+// session 18), so a median of three draws can order them either way.
+const Rounds = 5
 
 // Add records the rounds of the next entry.
 func (o *Outcome) Add(rounds []Result) {
@@ -180,7 +184,7 @@ func (o Outcome) Markdown() string {
 		fmt.Fprintf(&b, "; each job's base time its repository's times a log-normal factor of mean 1 and spread %.2g", sc.Noise)
 	}
 	b.WriteString(".\n\n")
-	fmt.Fprintf(&b, "Medians of %d runs; the goodput's range over them beside it.\n\n", Rounds)
+	fmt.Fprintf(&b, "Medians of %d runs, each with its own draw of jobs; the goodput's range over them beside it.\n\n", Rounds)
 	b.WriteString("| limiter | goodput (seats) | range | of C | p50 latency | p99 latency | light client's p99 wait | mean limit | refused |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, r := range o.Results {
@@ -285,7 +289,11 @@ in the noisy one a job's base time is its repository's times a log-normal factor
 0.5, as a real server's seat times vary from one job to the next. Every run takes place in a testing/synctest bubble: fake time, which the
 peers read through time.Now too, so the figures do not depend on this machine, and a rerun gives the
 same figures up to the order of goroutines woken at one instant (which moves some peers' figures by
-several per cent: each limiter runs three times, and the tables give medians and the goodput's range).
+several per cent). Each limiter runs once with each of the report's draws of jobs (the clients'
+random sources seeded anew; the same draws for every limiter, as many as each table's heading says),
+and the tables give medians and the goodput's range: one draw can favour one limiter over another (in
+benchmarks/ADMISSION.md, session 18, fairseat at Tolerance 1.3 led Gradient2 on the first draw of
+the noisy slow disk and trailed it in 18 of 20 draws).
 
 The adaptive limiters all start at 20 seats (Gradient2's, Vegas's and failsafe-go's default initial
 limit) between 1 and 200. The fixed capacities are fairseat's scheduler with Config.Capacity fixed;

@@ -32,7 +32,8 @@ func TestReport(t *testing.T) {
 		o := Outcome{Scenario: sc, Entries: Entries(sc)}
 		for _, e := range o.Entries {
 			var rounds []Result
-			for range Rounds {
+			for i := range Rounds {
+				sc.Draw = uint64(i)
 				rounds = append(rounds, runEntry(t, sc, e))
 			}
 			o.Add(rounds)

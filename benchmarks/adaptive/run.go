@@ -26,6 +26,12 @@ type Scenario struct {
 	// (simserver.Spread; 0: every job of a repository takes the same base
 	// time).
 	Noise float64
+	// Draw chooses the jobs the clients draw (repositories and, with
+	// Noise, their times): each client's loop seeds its random source with
+	// its number and Draw. Runs of one Draw draw the same jobs, and differ
+	// only in the order in which goroutines woken at one instant run; the
+	// report runs each limiter with Draws 0 to Rounds-1.
+	Draw uint64
 }
 
 // CapacityAt is the true capacity at el into the run.
@@ -153,7 +159,7 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 		wg        sync.WaitGroup
 	)
 	loop := func(key string, seed uint64, think time.Duration) {
-		rng := rand.New(rand.NewPCG(seed, 1))
+		rng := rand.New(rand.NewPCG(seed, 1+sc.Draw))
 		for ctx.Err() == nil {
 			id, base := draw(rng)
 			base = time.Duration(float64(base) * simserver.Spread(rng, sc.Noise))
