@@ -22,9 +22,9 @@ type AdaptiveConfig struct {
 	// DefaultAdaptiveTolerance. The limit settles at about Tolerance times
 	// the true capacity: a higher value holds more jobs on the server,
 	// which buys a little work at the moments its capacity changes for
-	// more latency all along (on benchmarks/ADAPTIVE.md's slow disk, 1.5
-	// against 1.1: 0.14 % more goodput, a p99 9 % higher; session 18 of
-	// benchmarks/ADMISSION.md).
+	// more latency all along (in benchmarks/adaptive's slow disk, medians
+	// of 20 draws, 1.5 against 1.1: 0.14 % more goodput, a p99 9 %
+	// higher; session 18 of benchmarks/ADMISSION.md).
 	Tolerance float64
 	// Headroom bounds what the limit grows by, per round of samples (limit
 	// completions), while the server keeps up and the seats are used, as a
