@@ -648,7 +648,7 @@ func TestAdaptiveRandomOps(t *testing.T) {
 					t.Fatalf("%d requests started, %d ended; %d seats in use and %d queued after Close", started, ended, snap.InUse, snap.Queued)
 				}
 				c := snap.Counters
-				if sum := countersEnded(c); sum != c.Submitted {
+				if sum := c.Ended(); sum != c.Submitted {
 					t.Fatalf("counters do not add up: %d ends of %d submitted: %+v", sum, c.Submitted, c)
 				}
 				t.Logf("seed %d: %d requests, counters %+v, %d limit changes kept, limit %v", seed, started, snap.Counters,

@@ -673,7 +673,7 @@ func noJobLost(t *testing.T, seed uint64) {
 	wg.Wait()
 	snap := s.Snapshot()
 	c := snap.Counters
-	if n := countersEnded(c); c.Submitted != n || snap.Queued != 0 || snap.InUse != 0 {
+	if n := c.Ended(); c.Submitted != n || snap.Queued != 0 || snap.InUse != 0 {
 		t.Fatalf("counters do not balance (%d submitted, %d ended), %d queued, %d seated: %+v", c.Submitted, n, snap.Queued, snap.InUse, c)
 	}
 	mu.Lock()

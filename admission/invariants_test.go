@@ -27,14 +27,6 @@ func (s *Scheduler) allResourcesLocked() iter.Seq2[resKey, *resource] {
 	}
 }
 
-// countersEnded is how many requests and jobs c counts as ended: every one ends in
-// exactly one of these (Counters' doc), so once nothing is queued or
-// running it equals c.Submitted.
-func countersEnded(c Counters) uint64 {
-	return c.Completed + c.RejectedQueueFull + c.RejectedWaitTimeout + c.RejectedClosed + c.RejectedDeadline +
-		c.RejectedOverload + c.Cancelled + c.Dropped + c.Coalesced + c.Superseded
-}
-
 // checkInvariants locks s and verifies every structural invariant written on
 // the fields of Scheduler, flow, keyState, typeState and resource.
 func checkInvariants(t testing.TB, s *Scheduler) {

@@ -13,8 +13,8 @@ import (
 // value; the zero value is a fresh scheduler's). Every request or job ends in
 // exactly one of Completed, RejectedQueueFull, RejectedWaitTimeout,
 // RejectedClosed, RejectedDeadline, RejectedOverload, Cancelled, Dropped,
-// Coalesced or Superseded (or is still
-// queued or running). A retried background job counts each attempt.
+// Coalesced or Superseded (their sum is Ended), or is still queued or
+// running. A retried background job counts each attempt.
 type Counters struct {
 	Submitted           uint64 // requests and jobs that arrived, accepted or not
 	Admitted            uint64 // given a seat
@@ -48,6 +48,14 @@ type Counters struct {
 	CostSaveFailures   uint64 // failed saves (the store keeps what it had; logged as a warning)
 	RejectedOverload   uint64 // refused by queue-delay shedding (ErrOverloaded), at arrival or at the head of the queue
 	PressureFailures   uint64 // readings of Config.Pressure's source that panicked (counted as no pressure)
+}
+
+// Ended is how many of the Submitted requests and jobs have ended, in one
+// of the outcomes the Counters doc lists: Submitted - Ended are queued or
+// running, and once nothing is, the two are equal.
+func (c Counters) Ended() uint64 {
+	return c.Completed + c.RejectedQueueFull + c.RejectedWaitTimeout + c.RejectedClosed + c.RejectedDeadline +
+		c.RejectedOverload + c.Cancelled + c.Dropped + c.Coalesced + c.Superseded
 }
 
 // Snapshot is a point-in-time copy of the scheduler's state, for debugging

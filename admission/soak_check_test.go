@@ -137,7 +137,7 @@ func (k *soak) check() {
 		}
 	}
 	k.mu.Unlock()
-	if n := countersEnded(c); c.Submitted != n {
+	if n := c.Ended(); c.Submitted != n {
 		k.sum.Lostf(t, "counters: %d submitted, %d ended (%+v)", c.Submitted, n, c)
 	}
 	if got := uint64(k.completed.Load()); c.Completed != got {

@@ -521,7 +521,7 @@ func (k *grpcSoak) check() {
 		k.sum.Lostf(t, "after the stop: %d seats in use, %d queued, %d handlers counted running", snap.InUse, snap.Queued, k.seats)
 	}
 	c := snap.Counters
-	if ended := c.Completed + c.RejectedQueueFull + c.RejectedWaitTimeout + c.RejectedClosed + c.RejectedOverload + c.Cancelled; c.Submitted != ended {
+	if ended := c.Ended(); c.Submitted != ended {
 		k.sum.Lostf(t, "counters: %d submitted, %d ended (%+v)", c.Submitted, ended, c)
 	}
 	k.mu.Lock()
