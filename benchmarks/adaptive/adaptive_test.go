@@ -33,6 +33,18 @@ func TestRunEveryLimiter(t *testing.T) {
 	}
 }
 
+// runDraws runs entry e through sc once with each of the draws of jobs 0
+// to n-1 (Scenario.Draw), as the report does.
+func runDraws(t *testing.T, sc Scenario, e Entry, n int) []Result {
+	t.Helper()
+	var rounds []Result
+	for i := range n {
+		sc.Draw = uint64(i)
+		rounds = append(rounds, runEntry(t, sc, e))
+	}
+	return rounds
+}
+
 // runEntry runs entry e through sc in its own synctest bubble.
 func runEntry(t *testing.T, sc Scenario, e Entry) Result {
 	t.Helper()

@@ -39,11 +39,7 @@ func TestDiagnose(t *testing.T) {
 			if !slices.Contains(names, e.Name) {
 				continue
 			}
-			var rounds []Result
-			for i := range *diagnoseRounds {
-				sc.Draw = uint64(i)
-				rounds = append(rounds, runEntry(t, sc, e))
-			}
+			rounds := runDraws(t, sc, e, *diagnoseRounds)
 			var o Outcome
 			o.Add(rounds)
 			m := o.Results[0]

@@ -31,11 +31,7 @@ func TestReport(t *testing.T) {
 	for _, sc := range Scenarios(d) {
 		o := Outcome{Scenario: sc, Entries: Entries(sc)}
 		for _, e := range o.Entries {
-			var rounds []Result
-			for i := range Rounds {
-				sc.Draw = uint64(i)
-				rounds = append(rounds, runEntry(t, sc, e))
-			}
+			rounds := runDraws(t, sc, e, Rounds)
 			o.Add(rounds)
 		}
 		outs = append(outs, o)
