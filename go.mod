@@ -3,6 +3,7 @@ module github.com/fairseat/fairseat
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	go.opentelemetry.io/otel v1.47.0
