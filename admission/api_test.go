@@ -68,19 +68,24 @@ func TestUnknownTypeAndNilFn(t *testing.T) {
 	must(t, s.Close(t.Context()))
 }
 
-// TestCancelledContext: a done context fails at once and leaves the
-// scheduler unchanged.
+// TestNilContext: a nil context is an error that names it, never a panic,
+// and Close takes nil as no deadline.
 func TestNilContext(t *testing.T) {
 	s := newTestScheduler(t, Config{Capacity: 1}, JobTypeConfig{}, JobTypeConfig{})
+	//lint:ignore SA1012 the nil is the test
 	if _, err := s.Acquire(nil, Request{Type: "fg"}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "nil context") {
 		t.Errorf("Acquire(nil) = %v", err)
 	}
+	//lint:ignore SA1012 the nil is the test
 	if err := s.RunSync(nil, "fg", "x", "k", func(context.Context) error { return nil }); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("RunSync(nil) = %v", err)
 	}
+	//lint:ignore SA1012 the nil is the test
 	must(t, s.Close(nil))
 }
 
+// TestCancelledContext: a done context fails at once and leaves the
+// scheduler unchanged.
 func TestCancelledContext(t *testing.T) {
 	s := newTestScheduler(t, Config{Capacity: 1}, JobTypeConfig{}, JobTypeConfig{})
 	ctx, cancel := context.WithCancel(t.Context())

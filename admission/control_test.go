@@ -180,19 +180,20 @@ func TestCloseDropsPausedBackground(t *testing.T) {
 func TestControlErrors(t *testing.T) {
 	s := newTestScheduler(t, Config{Capacity: 4, Keys: map[string]KeyPolicy{"a": {MinSeats: 2}}}, JobTypeConfig{}, JobTypeConfig{})
 	for name, err := range map[string]error{
-		"Pause negative":     s.Pause("bg", -1),
-		"Pause unknown":      s.Pause("nope", 0),
-		"Resume unknown":     s.Resume("nope"),
-		"PauseKey negative":  s.PauseKey("a", -time.Second),
-		"SetCapacity 0":      s.SetCapacity(0),
-		"SetCapacity<min":    s.SetCapacity(1),
-		"SetTypeLimit -1":    s.SetTypeLimit("fg", -1),
-		"SetTypeLimit nope":  s.SetTypeLimit("nope", 1),
-		"SetWeight 0":        s.SetWeight("a", 0),
-		"SetKeyPolicy min":   s.SetKeyPolicy("b", KeyPolicy{MinSeats: 3}),
-		"SetKeyPolicy bad":   s.SetKeyPolicy("b", KeyPolicy{MaxQueued: -1}),
-		"SubmitWith ttl":     s.SubmitWith(t.Context(), "bg", "x", func(context.Context) error { return nil }, WithTTL(-1)),
-		"SubmitWith nil ctx": s.SubmitWith(nil, "bg", "x", func(context.Context) error { return nil }), //nolint:staticcheck // the nil is the test
+		"Pause negative":    s.Pause("bg", -1),
+		"Pause unknown":     s.Pause("nope", 0),
+		"Resume unknown":    s.Resume("nope"),
+		"PauseKey negative": s.PauseKey("a", -time.Second),
+		"SetCapacity 0":     s.SetCapacity(0),
+		"SetCapacity<min":   s.SetCapacity(1),
+		"SetTypeLimit -1":   s.SetTypeLimit("fg", -1),
+		"SetTypeLimit nope": s.SetTypeLimit("nope", 1),
+		"SetWeight 0":       s.SetWeight("a", 0),
+		"SetKeyPolicy min":  s.SetKeyPolicy("b", KeyPolicy{MinSeats: 3}),
+		"SetKeyPolicy bad":  s.SetKeyPolicy("b", KeyPolicy{MaxQueued: -1}),
+		"SubmitWith ttl":    s.SubmitWith(t.Context(), "bg", "x", func(context.Context) error { return nil }, WithTTL(-1)),
+		//lint:ignore SA1012 the nil is the test
+		"SubmitWith nil ctx": s.SubmitWith(nil, "bg", "x", func(context.Context) error { return nil }),
 	} {
 		if err == nil {
 			t.Errorf("%s: no error", name)

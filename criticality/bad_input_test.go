@@ -29,13 +29,16 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("NewContext(ctx, %v) stored an invalid level", l)
 		}
 	}
-	if l, ok := criticality.FromContext(nil); ok || l != criticality.Critical { //nolint:staticcheck // the nil is the test
+	//lint:ignore SA1012 the nil is the test
+	if l, ok := criticality.FromContext(nil); ok || l != criticality.Critical {
 		t.Errorf("FromContext(nil) = %v, %v; want critical, false", l, ok)
 	}
-	if got := hostiletest.PanicOf(func() { criticality.NewContext(nil, criticality.Sheddable) }); !strings.Contains(got, "NewContext: nil context") { //nolint:staticcheck // the nil is the test
+	//lint:ignore SA1012 the nil is the test
+	if got := hostiletest.PanicOf(func() { criticality.NewContext(nil, criticality.Sheddable) }); !strings.Contains(got, "NewContext: nil context") {
 		t.Errorf("NewContext(nil): panic %q, want one naming the nil context", got)
 	}
-	if got := hostiletest.PanicOf(func() { criticality.NewContext(nil, criticality.Level(9)) }); !strings.Contains(got, "NewContext: nil context") { //nolint:staticcheck // the nil is the test
+	//lint:ignore SA1012 the nil is the test
+	if got := hostiletest.PanicOf(func() { criticality.NewContext(nil, criticality.Level(9)) }); !strings.Contains(got, "NewContext: nil context") {
 		t.Errorf("NewContext(nil, invalid): panic %q, want one naming the nil context", got)
 	}
 }

@@ -83,7 +83,7 @@ func TestSpanTree(t *testing.T) {
 func kvString(kvs []attribute.KeyValue) string {
 	var out []string
 	for _, kv := range kvs {
-		out = append(out, fmt.Sprintf("%s=%s:%s", kv.Key, kv.Value.Type(), kv.Value.Emit()))
+		out = append(out, fmt.Sprintf("%s=%s:%s", kv.Key, kv.Value.Type(), kv.Value.String()))
 	}
 	return strings.Join(out, " ")
 }
@@ -221,8 +221,8 @@ func TestSpanAfterEnd(t *testing.T) {
 	}
 	ev := d.Events[0]
 	for k, want := range map[attribute.Key]string{"exception.type": "oteltest.testError", "exception.message": "it broke", "try": "2"} {
-		if v, ok := ev.Attr(k); !ok || v.Emit() != want {
-			t.Errorf("exception event %s = %q (present %v), want %q", k, v.Emit(), ok, want)
+		if v, ok := ev.Attr(k); !ok || v.String() != want {
+			t.Errorf("exception event %s = %q (present %v), want %q", k, v.String(), ok, want)
 		}
 	}
 	if ev.Name != "exception" {

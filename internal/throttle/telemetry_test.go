@@ -53,7 +53,7 @@ func TestTelemetry(t *testing.T) {
 		}
 		for k, v := range want[i] {
 			if got, ok := events[i].Attr(k); !ok || got != v {
-				t.Errorf("event %d (%s): %s = %v, want %v", i, name, k, got.Emit(), v.Emit())
+				t.Errorf("event %d (%s): %s = %v, want %v", i, name, k, got.String(), v.String())
 			}
 		}
 	}
