@@ -127,7 +127,7 @@ func (s *Scheduler) wakeKeyLocked(k *keyState, name string, now int64) *keyState
 		if sinceNs(now, k.idleSince) > s.cfg.KeyTTL {
 			k.v = s.vsys // expired: its history is forgotten, as if evicted
 		}
-	case k == nil:
+	default: // untracked: a new key
 		s.expireKeysLocked(now)
 		p := s.policyFor(name)
 		k = &keyState{name: name, policy: p, w: s.weightFor(name, p), v: s.vsys, configured: s.obs.isConfigured(name)}
