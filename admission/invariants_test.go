@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 	"iter"
+	"math"
 	"testing"
 
 	"github.com/fairseat/fairseat/internal/lengths"
@@ -63,6 +64,19 @@ func (s *Scheduler) checkInvariantsLocked() error {
 	if a := s.adaptive; a != nil {
 		if a.limit < float64(a.cfg.Min) || a.limit > float64(a.cfg.Max) || s.cfg.Capacity != a.seatsOf(a.limit) || a.histN > CapacityHistory {
 			return fmt.Errorf("adaptive: limit %v in [%d, %d], capacity %d, %d changes kept", a.limit, a.cfg.Min, a.cfg.Max, s.cfg.Capacity, a.histN)
+		}
+		for _, v := range [...]struct {
+			name  string
+			value float64
+			least float64 // the value is at least this
+		}{
+			{"limit", a.limit, float64(a.cfg.Min)}, {"short", a.short, 0}, {"load", a.load, 0}, {"baseline", a.baseline, math.SmallestNonzeroFloat64},
+			{"noise", a.noise, 0}, {"calm", a.calm, 0}, {"sinceProbe", a.sinceProbe, 0}, {"mark", a.mark, 0},
+			{"anchor", a.anchor, 0}, {"saved", a.saved, 0}, {"probeLog", a.probeLog, -math.MaxFloat64},
+		} {
+			if !(v.value >= v.least) || math.IsInf(v.value, 0) {
+				return fmt.Errorf("adaptive: %s = %v, want a finite value of at least %v", v.name, v.value, v.least)
+			}
 		}
 		if a.probeEvery != minProbeEvery && a.probeEvery != float64(a.cfg.ProbeInterval) || a.probeN < 0 || a.probeSum < 0 {
 			return fmt.Errorf("adaptive: probe every %v rounds (want %d or %d), %d samples summing to %v",
