@@ -498,6 +498,34 @@
 // CapacityHistory changes shown by Snapshot and the debug page;
 // fairseat.seats.limit is the limit.
 //
+// Choosing the bounds, and what to watch:
+//   - Max is the most the server can hold at all, whatever the controller
+//     reads: what memory, file descriptors or a downstream's own limit allow
+//     at once. The limit never passes it; a wrong signal can cost latency up
+//     to Max, never more.
+//   - Min is the floor a wrong signal cannot take the server below (pressure
+//     cannot either): a few seats, at least the configured keys' MinSeats.
+//   - Initial is where a new process starts, Config.Capacity if set, else
+//     Min. References are not saved (see the signal above), so after a
+//     restart the limit moves only once completions have taken some again:
+//     the last steady value of fairseat.seats.limit is a good Initial.
+//   - Snapshot's Adaptive (the debug page's "Adaptive capacity" line) says
+//     what the controller reads. Inflation near Baseline is a server that
+//     keeps up. Weak much larger than Samples is a workload whose (type, job
+//     ID) pairs rarely repeat: the controller has next to no signal and the
+//     limit stays where it is; give such routes a coarser job ID, or use a
+//     fixed capacity. Noise is how much seat times vary by themselves (the
+//     standard deviation of their log): near 0 the limit settles at about
+//     Tolerance·C; at 0.5, benchmarks/adaptive's noisy scenario, well above
+//     it (above).
+//   - fairseat.seats.limit.changes counts the changes by reason: increase
+//     and decrease are the control law's, probe comes in pairs (halve,
+//     restore) about every ProbeInterval rounds once the references are
+//     sound and every five rounds while they are not, pressure is the
+//     PressureSource's, operator is SetAdaptiveBounds'.
+//   - In an incident, SetAdaptiveBounds(n, n) pins the capacity at n;
+//     setting the old bounds again hands it back to the controller, from n.
+//
 // # Runtime control
 //
 // SetCapacity, SetTypeLimit, SetWeight, ResetWeights and SetKeyPolicy change
