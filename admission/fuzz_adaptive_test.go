@@ -146,11 +146,11 @@ func runAdaptiveFuzz(t *testing.T, data []byte) (run adaptiveFuzzRun) {
 			d.arrive(typ, fmt.Sprintf("k%d", arg&0x07), fmt.Sprintf("r%d", arg>>3&0x07))
 		case 3, 4: // a completion
 			if len(d.running) > 0 {
-				d.complete(int(arg&0x3f)%len(d.running), d.observed(arg))
+				d.finish(int(arg&0x3f)%len(d.running), d.observed(arg), true)
 			}
 		case 5: // a seat handed back by a waiter that gave up
 			if len(d.running) > 0 {
-				d.giveBack(int(arg) % len(d.running))
+				d.finish(int(arg)%len(d.running), nil, false)
 			}
 		case 6: // a waiter's context ends
 			if len(d.queued) > 0 {
@@ -300,27 +300,24 @@ func (d *adaptiveDriver) arrive(typ JobType, key, jobID string) {
 	}
 }
 
-func (d *adaptiveDriver) complete(i int, observed func(*job) time.Duration) {
+// finish ends running job i, as Release does after the seat time seat
+// gives (learn), or as abandon does when a waiter gave up just as it was
+// admitted: no charge, nothing learned, counted as cancelled.
+func (d *adaptiveDriver) finish(i int, seat func(*job) time.Duration, learn bool) {
 	d.t.Helper()
 	j := d.running[i]
 	d.running = append(d.running[:i], d.running[i+1:]...)
-	seat := observed(j)
-	d.logf("complete %s/%s load=%d seat=%v", j.typ.name, j.jobID, j.load, seat)
+	observed := time.Duration(0)
+	if learn {
+		observed = seat(j)
+	}
+	d.logf("finish %s/%s load=%d seat=%v learn=%v", j.typ.name, j.jobID, j.load, observed, learn)
 	d.step(func(now int64) {
-		d.s.finishLocked(j, now, seat, true)
-		d.s.dispatchLocked(now, nil)
-	})
-}
-
-func (d *adaptiveDriver) giveBack(i int) {
-	d.t.Helper()
-	j := d.running[i]
-	d.running = append(d.running[:i], d.running[i+1:]...)
-	d.logf("give back %s/%s", j.typ.name, j.jobID)
-	d.step(func(now int64) {
-		d.s.finishLocked(j, now, 0, false)
-		d.s.counters.Cancelled++
-		j.err = context.Canceled
+		d.s.finishLocked(j, now, observed, learn)
+		if !learn {
+			d.s.counters.Cancelled++
+			j.err = context.Canceled
+		}
 		d.s.dispatchLocked(now, nil)
 	})
 }
@@ -366,7 +363,7 @@ func (d *adaptiveDriver) drain() {
 		case len(d.queued) > 0:
 			d.cancel(0)
 		default:
-			d.complete(0, func(*job) time.Duration { return 50 * time.Millisecond })
+			d.finish(0, func(*job) time.Duration { return 50 * time.Millisecond }, true)
 		}
 	}
 	d.s.mu.Lock()
