@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -188,10 +187,7 @@ func (d *adaptiveDriver) logf(format string, args ...any) {
 
 func (d *adaptiveDriver) fatalf(format string, args ...any) {
 	d.t.Helper()
-	d.s.mu.Lock()
-	dump := d.s.dumpLocked()
-	d.s.mu.Unlock()
-	d.t.Fatalf("%s\nafter:\n  %s\nscheduler:\n%s", fmt.Sprintf(format, args...), strings.Join(d.ops, "\n  "), dump)
+	fatalAfter(d.t, d.s, d.ops, format, args...)
 }
 
 // observed is a completion's seat time: the simulated server's for most

@@ -117,10 +117,17 @@ func (h *harness) logf(format string, args ...any) {
 
 func (h *harness) fatalf(format string, args ...any) {
 	h.t.Helper()
-	h.s.mu.Lock()
-	dump := h.s.dumpLocked()
-	h.s.mu.Unlock()
-	h.t.Fatalf("%s\nafter operations:\n  %s\nscheduler:\n%s", fmt.Sprintf(format, args...), strings.Join(h.ops, "\n  "), dump)
+	fatalAfter(h.t, h.s, h.ops, format, args...)
+}
+
+// fatalAfter fails a fuzz driver's test with the message, the operations
+// that led there, and the scheduler's state (dumpLocked).
+func fatalAfter(t testing.TB, s *Scheduler, ops []string, format string, args ...any) {
+	t.Helper()
+	s.mu.Lock()
+	dump := s.dumpLocked()
+	s.mu.Unlock()
+	t.Fatalf("%s\nafter operations:\n  %s\nscheduler:\n%s", fmt.Sprintf(format, args...), strings.Join(ops, "\n  "), dump)
 }
 
 // --- operations ---------------------------------------------------------------

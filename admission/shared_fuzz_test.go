@@ -98,10 +98,7 @@ func runSharedFuzz(t testing.TB, data []byte) {
 
 func (d *sharedDriver) fatalf(format string, args ...any) {
 	d.t.Helper()
-	d.s.mu.Lock()
-	dump := d.s.dumpLocked()
-	d.s.mu.Unlock()
-	d.t.Fatalf("%s\nafter operations:\n  %s\nscheduler:\n%s", fmt.Sprintf(format, args...), strings.Join(d.ops, "\n  "), dump)
+	fatalAfter(d.t, d.s, d.ops, format, args...)
 }
 
 // step runs one locked operation, dispatches and checks everything.
