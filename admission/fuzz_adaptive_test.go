@@ -84,6 +84,11 @@ func adaptiveFuzzConfig(b [6]byte, pressure *float64) (cfg Config, c int) {
 		a.UsedFraction = 0.5
 	}
 	cfg = Config{Adaptive: a, MaxQueue: 48, CostTTL: 30 * time.Second, KeyTTL: 30 * time.Second}
+	if b[2]&0x80 != 0 {
+		// A key guaranteed seats: its MinSeats must fit in Min, here and
+		// in every SetAdaptiveBounds.
+		cfg.Keys = map[string]KeyPolicy{"k0": {MinSeats: 1 + minSeats/2, Weight: 2}}
+	}
 	if b[5]&0x40 == 0 {
 		cfg.Pressure = &PressureConfig{
 			Source:      PressureFunc(func() float64 { return *pressure }),
@@ -103,6 +108,8 @@ type adaptiveDriver struct {
 	running []*job
 	ops     []string
 	probed  bool // a step ended with a probe running
+	// guaranteed is the configured keys' MinSeats, which Min must hold.
+	guaranteed int
 }
 
 // adaptiveFuzzRun is what one input made the controller do.
@@ -131,7 +138,7 @@ func runAdaptiveFuzz(t *testing.T, data []byte) (run adaptiveFuzzRun) {
 			t.Fatal(err)
 		}
 	}
-	d := &adaptiveDriver{t: t, s: s, c: c}
+	d := &adaptiveDriver{t: t, s: s, c: c, guaranteed: cfg.Keys["k0"].MinSeats}
 	d.logf("config %+v, C %d", *cfg.Adaptive, c)
 	for len(data) >= 2 && len(d.ops) < 400 {
 		op, arg := data[0], data[1]
@@ -345,7 +352,7 @@ func (d *adaptiveDriver) setBounds(minSeats, maxSeats int) {
 	d.t.Helper()
 	d.logf("bounds %d..%d", minSeats, maxSeats)
 	err := d.s.SetAdaptiveBounds(minSeats, maxSeats)
-	if valid := minSeats >= 1 && minSeats <= maxSeats; valid != (err == nil) || err != nil && !errors.Is(err, ErrInvalidConfig) {
+	if valid := minSeats >= 1 && minSeats <= maxSeats && minSeats >= d.guaranteed; valid != (err == nil) || err != nil && !errors.Is(err, ErrInvalidConfig) {
 		d.fatalf("SetAdaptiveBounds(%d, %d) = %v", minSeats, maxSeats, err)
 	}
 	d.step(func(int64) {})
