@@ -25,8 +25,8 @@ import (
 // controller state and a limit within its bounds whose seats are the
 // capacity), that no job is admitted while the seats are full, and that
 // the capacity changes the snapshot keeps follow on from each other. A
-// fuzzer that finds a NaN, a limit out of bounds, a panic or a hang in the
-// controller fails here.
+// NaN, a limit out of bounds, a panic, or a deadlock (which synctest
+// reports) in the controller fails here.
 //
 // The scheduler runs in a synctest bubble so that its own clock (SetAdaptiveBounds,
 // the pressure gate's timer) and the explicit times of the locked calls are
@@ -55,7 +55,7 @@ var adaptiveFuzzSeeds = [][]byte{
 }
 
 // The seat times a completion may be given besides the simulated
-// server's (fuzzObserved's first case).
+// server's (adaptiveDriver.observed).
 var fuzzSeatTimes = []time.Duration{0, time.Nanosecond, time.Microsecond, time.Millisecond,
 	30 * time.Millisecond, 300 * time.Millisecond, time.Second, time.Hour}
 
