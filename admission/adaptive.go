@@ -181,8 +181,11 @@ type AdaptiveSnapshot struct {
 // Scheduler.mu (SetAdaptiveBounds); every other field is guarded by it too.
 //
 // Invariants: cfg.Min <= limit <= cfg.Max; Scheduler.cfg.Capacity ==
-// seatsOf(limit); hist[(histAt+i) % CapacityHistory] for i < histN are
-// the last histN changes, oldest first.
+// seatsOf(limit); every float is finite, baseline > 0 and the averages,
+// counts of rounds and limits >= 0 (a NaN would compare false both ways
+// and round to Min); hist[(histAt+i) % CapacityHistory] for i < histN are
+// the last histN changes, oldest first. checkInvariantsLocked checks them
+// (FuzzAdaptive drives it).
 type adaptive struct {
 	cfg      AdaptiveConfig
 	limit    float64
