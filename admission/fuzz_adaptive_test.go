@@ -288,17 +288,13 @@ func (d *adaptiveDriver) arrive(typ JobType, key, jobID string) {
 		var wake []*job
 		wake, err = s.enqueueLocked(j, s.types[typ], key, now, nil)
 		if err == nil {
+			// queued for sort, which sees (under the lock: the pressure
+			// gate's timer dispatches too) whether dispatch admitted it
+			d.queued = append(d.queued, j)
 			s.dispatchLocked(now, wake)
 		}
 	})
-	switch {
-	case err == nil:
-		if j.state != jobRunning {
-			d.queued = append(d.queued, j)
-		} else {
-			d.running = append(d.running, j)
-		}
-	case !errors.Is(err, ErrQueueFull) && !errors.Is(err, ErrOverloaded):
+	if err != nil && !errors.Is(err, ErrQueueFull) && !errors.Is(err, ErrOverloaded) {
 		d.fatalf("arrival refused with %v, want ErrQueueFull or ErrOverloaded", err)
 	}
 }
