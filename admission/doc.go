@@ -513,8 +513,9 @@
 //     what the controller reads. Inflation near Baseline is a server that
 //     keeps up. Weak much larger than Samples is a workload whose (type, job
 //     ID) pairs rarely repeat: the controller has next to no signal and the
-//     limit stays where it is; give such routes a coarser job ID, or use a
-//     fixed capacity. Noise is how much seat times vary by themselves (the
+//     limit stays where it is (a job ID names a resource for conflicts too,
+//     so do not coarsen it for the controller's sake); there a fixed
+//     capacity, or a PressureSource, serves better. Noise is how much seat times vary by themselves (the
 //     standard deviation of their log): near 0 the limit settles at about
 //     Tolerance·C; at 0.5, benchmarks/adaptive's noisy scenario, well above
 //     it (above).
