@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -264,4 +265,38 @@ func TestDebugHandlerRejects(t *testing.T) {
 		}
 	}
 	must(t, s.Close(t.Context()))
+}
+
+// debugPageRenders renders s's debug page and its JSON, as the fuzz
+// drivers do after each input's last operation, from whatever state it
+// left (a seat of an hour, a limit at its bounds, urgent, parked and paused
+// work): both
+// must be served, the JSON must decode, and an adaptive limit in it must
+// be the snapshot's. encoding/json refuses NaN and infinities, so a float
+// the scheduler's invariants let through but the page could not serve
+// fails here.
+func debugPageRenders(s *Scheduler) error {
+	h := DebugHandler(s)
+	for _, format := range []string{"html", "json"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug?format="+format, nil))
+		if rec.Code != http.StatusOK {
+			return fmt.Errorf("debug page (%s): %d %s", format, rec.Code, rec.Body)
+		}
+		if format != "json" {
+			continue
+		}
+		var page struct {
+			Adaptive *struct {
+				Limit float64 `json:"limit"`
+			} `json:"adaptive"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
+			return fmt.Errorf("debug JSON does not decode: %v\n%s", err, rec.Body)
+		}
+		if a := s.Snapshot().Adaptive; (a == nil) != (page.Adaptive == nil) || a != nil && page.Adaptive.Limit != a.Limit {
+			return fmt.Errorf("debug JSON's adaptive state %+v, snapshot's %+v", page.Adaptive, a)
+		}
+	}
+	return nil
 }

@@ -2,13 +2,10 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -27,8 +24,8 @@ import (
 // (checkInvariantsLocked, which for adaptive capacity include a finite
 // controller state and a limit within its bounds whose seats are the
 // capacity), that no job is admitted while the seats are full, and that
-// the capacity changes the snapshot keeps follow on from each other; at
-// the end, that the debug page and its JSON render the state left. A
+// the capacity changes the snapshot keeps follow on from each other; after
+// the last operation, that the debug page and its JSON render the state. A
 // NaN, a limit out of bounds, a panic, or a deadlock (which synctest
 // reports) in the controller fails here.
 //
@@ -184,8 +181,10 @@ func runAdaptiveFuzz(t *testing.T, data []byte) (run adaptiveFuzzRun) {
 			}
 		}
 	}
+	if err := debugPageRenders(s); err != nil {
+		d.fatalf("%v", err)
+	}
 	d.drain()
-	d.checkDebugPage()
 	s.mu.Lock()
 	run.changes, run.shed = s.adaptive.changes, s.counters.RejectedOverload
 	s.mu.Unlock()
@@ -429,33 +428,4 @@ func randomAdaptiveInput(r *rand.Rand) []byte {
 		}
 	}
 	return b
-}
-
-// checkDebugPage renders the debug page and its JSON from whatever state
-// the input left (a seat of an hour, a limit at its bounds): both must be
-// served, and the JSON must decode, its adaptive limit the snapshot's.
-func (d *adaptiveDriver) checkDebugPage() {
-	d.t.Helper()
-	h := DebugHandler(d.s)
-	for _, format := range []string{"html", "json"} {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug?format="+format, nil))
-		if rec.Code != http.StatusOK {
-			d.fatalf("debug page (%s): %d %s", format, rec.Code, rec.Body)
-		}
-		if format != "json" {
-			continue
-		}
-		var page struct {
-			Adaptive struct {
-				Limit float64 `json:"limit"`
-			} `json:"adaptive"`
-		}
-		if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
-			d.fatalf("debug JSON does not decode: %v\n%s", err, rec.Body)
-		}
-		if want := d.s.Snapshot().Adaptive.Limit; page.Adaptive.Limit != want {
-			d.fatalf("debug JSON's adaptive limit %v, snapshot's %v", page.Adaptive.Limit, want)
-		}
-	}
 }

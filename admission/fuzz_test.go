@@ -723,6 +723,9 @@ func runFuzz(t testing.TB, data []byte) {
 			h.pause("", modelKeys[arg%4], arg&0x10 != 0)
 		}
 	}
+	if err := debugPageRenders(h.s); err != nil {
+		h.fatalf("%v", err)
+	}
 	h.drain()
 }
 
