@@ -16,7 +16,8 @@ import (
 // handed back, cancellations and time passing, and through what only the
 // controller reads: any seat time (none at all, a nanosecond, an hour, or
 // a simulated server's, base × max(1, load/C), which makes the controller
-// probe, cut and grow), time jumps past CostTTL, its bounds moved by
+// probe, cut and grow; C halves and doubles as a disk slows down and
+// recovers), time jumps past CostTTL, its bounds moved by
 // SetAdaptiveBounds (valid or not), SetCapacity (refused while adaptive),
 // and pressure readings of any value (NaN, ±Inf, negative, above 1) with
 // queue-delay shedding on or off. There is no reference model of the
@@ -109,6 +110,7 @@ type adaptiveDriver struct {
 	running []*job
 	ops     []string
 	probed  bool // a step ended with a probe running
+	fell    bool // a step ended with a fall waiting for a probe to explain it (explainFall)
 	// guaranteed is the configured keys' MinSeats, which Min must hold.
 	guaranteed int
 }
@@ -118,6 +120,7 @@ type adaptiveFuzzRun struct {
 	changes [len(capacityReasons)]uint64 // capacity changes by reason
 	shed    uint64                       // arrivals and queued jobs refused by queue-delay shedding
 	probes  bool                         // a probe ran
+	fell    bool                         // a fall after quiet probes brought one on (explainFall)
 }
 
 func runAdaptiveFuzz(t *testing.T, data []byte) (run adaptiveFuzzRun) {
@@ -144,7 +147,7 @@ func runAdaptiveFuzz(t *testing.T, data []byte) (run adaptiveFuzzRun) {
 	for len(data) >= 2 && len(d.ops) < 400 {
 		op, arg := data[0], data[1]
 		data = data[2:]
-		switch op % 11 {
+		switch op % 12 {
 		case 0, 1, 2: // an arrival: type, key and job ID from arg
 			typ := JobType("clone")
 			if arg&0x40 != 0 {
@@ -175,6 +178,13 @@ func runAdaptiveFuzz(t *testing.T, data []byte) (run adaptiveFuzzRun) {
 			pressure = fuzzPressures[int(arg)%len(fuzzPressures)]
 			d.logf("pressure %v", pressure)
 			d.step(func(now int64) { s.dispatchLocked(now, nil) })
+		case 11: // the simulated server's capacity halves or doubles (a slow disk, and back)
+			if arg&1 == 0 {
+				d.c = max(1, d.c/2)
+			} else {
+				d.c = min(64, 2*d.c)
+			}
+			d.logf("C %d", d.c)
 		case 10: // the operator sets the capacity by hand: refused
 			if err := s.SetCapacity(1 + int(arg)); !errors.Is(err, ErrInvalidConfig) {
 				d.fatalf("SetCapacity(%d) with adaptive capacity = %v, want ErrInvalidConfig", 1+int(arg), err)
@@ -188,7 +198,7 @@ func runAdaptiveFuzz(t *testing.T, data []byte) (run adaptiveFuzzRun) {
 	s.mu.Lock()
 	run.changes, run.shed = s.adaptive.changes, s.counters.RejectedOverload
 	s.mu.Unlock()
-	run.probes = d.probed
+	run.probes, run.fell = d.probed, d.fell
 	return run
 }
 
@@ -226,6 +236,7 @@ func (d *adaptiveDriver) step(op func(now int64)) {
 	err := s.checkInvariantsLocked()
 	inUse, capacity := s.inUse, s.cfg.Capacity
 	d.probed = d.probed || s.adaptive.probing
+	d.fell = d.fell || s.adaptive.fell
 	s.mu.Unlock()
 	if err != nil {
 		d.fatalf("invariant: %v", err)
@@ -381,8 +392,9 @@ func (d *adaptiveDriver) drain() {
 // most of them floods of arrivals answered at the simulated server's seat
 // times, and checks that together they reach every part of the controller
 // the fuzz target means to test: each reason of a capacity change, a
-// probe, and queue-delay shedding. (A fuzz target whose driver never got
-// there would pass on anything.)
+// probe, a fall of the limit after the probes went quiet (which the next
+// probe explains or not: explainFall), and queue-delay shedding. (A fuzz
+// target whose driver never got there would pass on anything.)
 func TestAdaptiveRandomSequences(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var total adaptiveFuzzRun
@@ -400,14 +412,15 @@ func TestAdaptiveRandomSequences(t *testing.T) {
 		}
 		total.shed += run.shed
 		total.probes = total.probes || run.probes
+		total.fell = total.fell || run.fell
 	}
 	for i, n := range total.changes {
 		if n == 0 {
 			t.Errorf("no capacity change for reason %q in 300 inputs", capacityReasons[i])
 		}
 	}
-	if !total.probes || total.shed == 0 {
-		t.Errorf("300 inputs: a probe ran %v, %d shed", total.probes, total.shed)
+	if !total.probes || !total.fell || total.shed == 0 {
+		t.Errorf("300 inputs: a probe ran %v, a fall brought one on %v, %d shed", total.probes, total.fell, total.shed)
 	}
 	t.Logf("capacity changes by reason %v: %v; shed %d", capacityReasons, total.changes, total.shed)
 }
@@ -420,10 +433,12 @@ func randomAdaptiveInput(r *rand.Rand) []byte {
 		b[i] = byte(r.Uint32())
 	}
 	for i := 6; i+1 < len(b); i += 2 {
-		switch n := r.IntN(10); {
-		case n < 4:
+		switch n := r.IntN(100); {
+		case n < 2:
+			b[i] = 11 // the server's capacity changes
+		case n < 40:
 			b[i] = byte(r.IntN(3)) // arrive
-		case n < 8:
+		case n < 80:
 			b[i], b[i+1] = 3, b[i+1]&0x7f // complete at the simulated server's time
 		}
 	}
