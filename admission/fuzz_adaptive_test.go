@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/fairseat/fairseat/internal/simserver"
 )
 
 // FuzzAdaptive drives a scheduler with adaptive capacity, as FuzzDispatch
@@ -218,7 +220,7 @@ func (d *adaptiveDriver) observed(arg byte) func(j *job) time.Duration {
 	if arg < 0xc0 {
 		return func(j *job) time.Duration {
 			base := time.Duration(30+40*int(j.jobID[1]-'0')) * time.Millisecond
-			return time.Duration(float64(base) * max(1, float64(j.load)/float64(d.c)))
+			return simserver.SeatTime(base, int(j.load), d.c)
 		}
 	}
 	seat := fuzzSeatTimes[int(arg)%len(fuzzSeatTimes)]

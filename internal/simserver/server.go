@@ -26,6 +26,16 @@ func Spread(rng *rand.Rand, sigma float64) float64 {
 	return math.Exp(sigma*rng.NormFloat64() - sigma*sigma/2)
 }
 
+// SeatTime is the seat time of a job of base time base started with
+// running jobs on the server (itself included) and true capacity c: base ×
+// max(1, running/c).
+func SeatTime(base time.Duration, running, c int) time.Duration {
+	if running <= c {
+		return base
+	}
+	return time.Duration(float64(base) * float64(running) / float64(c))
+}
+
 // Server is the simulated server. It is safe for concurrent use; its zero
 // value is not usable (see New).
 type Server struct {
@@ -62,10 +72,7 @@ func (v *Server) Serve(base time.Duration) time.Duration {
 func (v *Server) ServeContext(ctx context.Context, base time.Duration) (time.Duration, error) {
 	v.mu.Lock()
 	v.running++
-	d := base
-	if v.running > v.c {
-		d = time.Duration(float64(base) * float64(v.running) / float64(v.c))
-	}
+	d := SeatTime(base, v.running, v.c)
 	v.mu.Unlock()
 	defer func() {
 		v.mu.Lock()
