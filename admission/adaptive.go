@@ -184,7 +184,9 @@ type AdaptiveSnapshot struct {
 // seatsOf(limit); every float is finite, baseline > 0 and the averages,
 // counts of rounds and limits >= 0 (a NaN would compare false both ways
 // and round to Min); hist[(histAt+i) % CapacityHistory] for i < histN are
-// the last histN changes, oldest first. checkInvariantsLocked checks them
+// the last histN changes, oldest first, each from where the one before
+// left the capacity to another value, the last to Scheduler.cfg.Capacity.
+// checkInvariantsLocked checks them
 // (FuzzAdaptive drives it).
 type adaptive struct {
 	cfg      AdaptiveConfig

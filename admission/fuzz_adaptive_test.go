@@ -25,9 +25,9 @@ import (
 // queue-delay shedding on or off. There is no reference model of the
 // controller: after every step it checks the scheduler's invariants
 // (checkInvariantsLocked, which for adaptive capacity include a finite
-// controller state and a limit within its bounds whose seats are the
-// capacity), that no job is admitted while the seats are full, and that
-// the capacity changes the snapshot keeps follow on from each other; after
+// controller state, a limit within its bounds whose seats are the
+// capacity, and kept capacity changes that follow on from each other),
+// that no job is admitted while the seats are full; after
 // the last operation, that the debug page and its JSON render the state. A
 // NaN, a limit out of bounds, a panic, or a deadlock (which synctest
 // reports) in the controller fails here.
@@ -247,7 +247,6 @@ func (d *adaptiveDriver) step(op func(now int64)) {
 	if admitted > 0 && inUse > capacity && inUse > before {
 		d.fatalf("%d admitted with %d seats in use of %d", admitted, inUse, capacity)
 	}
-	d.checkHistory()
 }
 
 // sort moves the driver's jobs that dispatch admitted or shed since the
@@ -277,22 +276,6 @@ func (d *adaptiveDriver) sort() (admitted int) {
 		d.fatalf("%v", bad)
 	}
 	return admitted
-}
-
-// checkHistory checks that the capacity changes the snapshot keeps follow
-// on from each other and end at the capacity.
-func (d *adaptiveDriver) checkHistory() {
-	d.t.Helper()
-	snap := d.s.Snapshot()
-	h := snap.Adaptive.History
-	for i, c := range h {
-		if i > 0 && c.Previous != h[i-1].New || c.Previous == c.New || c.Time.Before(h[max(i-1, 0)].Time) {
-			d.fatalf("capacity history %+v: change %d does not follow on", h, i)
-		}
-	}
-	if len(h) > 0 && h[len(h)-1].New != snap.Capacity {
-		d.fatalf("capacity history ends at %d, capacity %d", h[len(h)-1].New, snap.Capacity)
-	}
 }
 
 func (d *adaptiveDriver) arrive(typ JobType, key, jobID string) {

@@ -78,6 +78,17 @@ func (s *Scheduler) checkInvariantsLocked() error {
 				return fmt.Errorf("adaptive: %s = %v, want a finite value of at least %v", v.name, v.value, v.least)
 			}
 		}
+		for i := range a.histN {
+			c := a.hist[(a.histAt+i)%CapacityHistory]
+			prev := capacityChange{at: c.at, now: c.previous} // the first kept change follows on from what went before
+			if i > 0 {
+				prev = a.hist[(a.histAt+i-1)%CapacityHistory]
+			}
+			last := i == a.histN-1
+			if c.previous != prev.now || c.previous == c.now || c.at < prev.at || last && c.now != s.cfg.Capacity {
+				return fmt.Errorf("adaptive: kept change %d of %d, %+v, does not follow on from %+v (capacity %d)", i, a.histN, c, prev, s.cfg.Capacity)
+			}
+		}
 		if a.probeEvery != minProbeEvery && a.probeEvery != float64(a.cfg.ProbeInterval) || a.probeN < 0 || a.probeSum < 0 {
 			return fmt.Errorf("adaptive: probe every %v rounds (want %d or %d), %d samples summing to %v",
 				a.probeEvery, minProbeEvery, a.cfg.ProbeInterval, a.probeN, a.probeSum)
