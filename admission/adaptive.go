@@ -157,6 +157,9 @@ var capacityReasons = [...]CapacityReason{CapacityIncrease, CapacityDecrease, Ca
 // CapacityChange is one change of the capacity, in a Snapshot's history. A
 // plain value.
 type CapacityChange struct {
+	// Time is when the call that made the change read the clock, before
+	// it took the scheduler's lock: with calls made at once, one change
+	// may carry a time a little before the change kept ahead of it.
 	Time          time.Time
 	Previous, New int
 	Reason        CapacityReason
@@ -185,7 +188,8 @@ type AdaptiveSnapshot struct {
 // counts of rounds and limits >= 0 (a NaN would compare false both ways
 // and round to Min); hist[(histAt+i) % CapacityHistory] for i < histN are
 // the last histN changes, oldest first, each from where the one before
-// left the capacity to another value, the last to Scheduler.cfg.Capacity.
+// left the capacity to another value, the last to Scheduler.cfg.Capacity
+// (their times need not be in order: see CapacityChange.Time).
 // checkInvariantsLocked checks them
 // (FuzzAdaptive drives it).
 type adaptive struct {

@@ -27,7 +27,8 @@ import (
 // (checkInvariantsLocked, which for adaptive capacity include a finite
 // controller state, a limit within its bounds whose seats are the
 // capacity, and kept capacity changes that follow on from each other),
-// that no job is admitted while the seats are full; after
+// that those changes are in the order of their times, and that no job is
+// admitted while the seats are full; after
 // the last operation, that the debug page and its JSON render the state. A
 // NaN, a limit out of bounds, a panic, or a deadlock (which synctest
 // reports) in the controller fails here.
@@ -236,6 +237,16 @@ func (d *adaptiveDriver) step(op func(now int64)) {
 	before := s.inUse
 	op(s.now())
 	err := s.checkInvariantsLocked()
+	if kept := s.adaptive.keptChanges(); err == nil {
+		// One goroutine at a time on one fake clock: the changes are in
+		// the order of their times (with concurrent calls they need not
+		// be, see CapacityChange.Time).
+		for i := 1; i < len(kept); i++ {
+			if kept[i].at < kept[i-1].at {
+				err = fmt.Errorf("kept capacity change %+v before %+v in time", kept[i], kept[i-1])
+			}
+		}
+	}
 	inUse, capacity := s.inUse, s.cfg.Capacity
 	d.probed = d.probed || s.adaptive.probing
 	d.fell = d.fell || s.adaptive.fell

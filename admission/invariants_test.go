@@ -78,15 +78,14 @@ func (s *Scheduler) checkInvariantsLocked() error {
 				return fmt.Errorf("adaptive: %s = %v, want a finite value of at least %v", v.name, v.value, v.least)
 			}
 		}
-		for i := range a.histN {
-			c := a.hist[(a.histAt+i)%CapacityHistory]
-			prev := capacityChange{at: c.at, now: c.previous} // the first kept change follows on from what went before
+		kept := a.keptChanges()
+		for i, c := range kept {
+			prev := capacityChange{now: c.previous} // the first kept change follows on from what went before
 			if i > 0 {
-				prev = a.hist[(a.histAt+i-1)%CapacityHistory]
+				prev = kept[i-1]
 			}
-			last := i == a.histN-1
-			if c.previous != prev.now || c.previous == c.now || c.at < prev.at || last && c.now != s.cfg.Capacity {
-				return fmt.Errorf("adaptive: kept change %d of %d, %+v, does not follow on from %+v (capacity %d)", i, a.histN, c, prev, s.cfg.Capacity)
+			if c.previous != prev.now || c.previous == c.now || i == len(kept)-1 && c.now != s.cfg.Capacity {
+				return fmt.Errorf("adaptive: kept change %d of %d, %+v, does not follow on from %+v (capacity %d)", i, len(kept), c, prev, s.cfg.Capacity)
 			}
 		}
 		if a.probeEvery != minProbeEvery && a.probeEvery != float64(a.cfg.ProbeInterval) || a.probeN < 0 || a.probeSum < 0 {
@@ -399,4 +398,13 @@ func (t *keyTable) verify(max int) error {
 		return fmt.Errorf("key table: %d keys tracked (%d idle), bound %d", len(t.byName), idle, max)
 	}
 	return nil
+}
+
+// keptChanges is the ring of capacity changes, oldest first.
+func (a *adaptive) keptChanges() []capacityChange {
+	kept := make([]capacityChange, a.histN)
+	for i := range kept {
+		kept[i] = a.hist[(a.histAt+i)%CapacityHistory]
+	}
+	return kept
 }
