@@ -112,8 +112,7 @@ type adaptiveDriver struct {
 	queued  []*job
 	running []*job
 	ops     []string
-	probed  bool // a step ended with a probe running
-	fell    bool // a step ended with a fall waiting for a probe to explain it (explainFall)
+	run     adaptiveFuzzRun // what the input made the controller do so far
 	// guaranteed is the configured keys' MinSeats, which Min must hold.
 	guaranteed int
 }
@@ -122,11 +121,11 @@ type adaptiveDriver struct {
 type adaptiveFuzzRun struct {
 	changes [len(capacityReasons)]uint64 // capacity changes by reason
 	shed    uint64                       // arrivals and queued jobs refused by queue-delay shedding
-	probes  bool                         // a probe ran
-	fell    bool                         // a fall after quiet probes brought one on (explainFall)
+	probes  bool                         // a step ended with a probe running
+	fell    bool                         // a step ended with a fall waiting for a probe to explain it (explainFall)
 }
 
-func runAdaptiveFuzz(t *testing.T, data []byte) (run adaptiveFuzzRun) {
+func runAdaptiveFuzz(t *testing.T, data []byte) adaptiveFuzzRun {
 	var head [6]byte
 	n := copy(head[:], data)
 	data = data[n:]
@@ -199,10 +198,9 @@ func runAdaptiveFuzz(t *testing.T, data []byte) (run adaptiveFuzzRun) {
 	}
 	d.drain()
 	s.mu.Lock()
-	run.changes, run.shed = s.adaptive.changes, s.counters.RejectedOverload
+	d.run.changes, d.run.shed = s.adaptive.changes, s.counters.RejectedOverload
 	s.mu.Unlock()
-	run.probes, run.fell = d.probed, d.fell
-	return run
+	return d.run
 }
 
 func (d *adaptiveDriver) logf(format string, args ...any) {
@@ -248,8 +246,8 @@ func (d *adaptiveDriver) step(op func(now int64)) {
 		}
 	}
 	inUse, capacity := s.inUse, s.cfg.Capacity
-	d.probed = d.probed || s.adaptive.probing
-	d.fell = d.fell || s.adaptive.fell
+	d.run.probes = d.run.probes || s.adaptive.probing
+	d.run.fell = d.run.fell || s.adaptive.fell
 	s.mu.Unlock()
 	if err != nil {
 		d.fatalf("invariant: %v", err)
