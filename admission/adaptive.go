@@ -161,23 +161,23 @@ type CapacityChange struct {
 	// it took the scheduler's lock: with calls made at once, one change
 	// may carry a time a little before the change kept ahead of it.
 	Time          time.Time
-	Previous, New int
-	Reason        CapacityReason
+	Previous, New int            // seats before and after
+	Reason        CapacityReason // what made the change
 }
 
 // AdaptiveSnapshot is the state of adaptive capacity in a [Snapshot]. A
 // plain value.
 type AdaptiveSnapshot struct {
-	Limit     float64 // the controller's limit before rounding; Snapshot.Capacity is it rounded
-	Min, Max  int
-	Inflation float64 // short-term mean inflation of the samples (1 = jobs take their reference time)
-	Baseline  float64 // inflation of jobs seen at no more load than their reference's: the noise level
-	Noise     float64 // how a job's seat time varies at a given load: the standard deviation of its log (about 0 where times do not vary)
-	Samples   uint64  // completions that fed the controller
-	Weak      uint64  // completions that did not (no reference yet for their type and job ID)
-	Shedding  bool    // queue-delay shedding is refusing the heaviest keys' arrivals
-	Probing   bool    // a probe has halved the limit for a round (see the package doc)
-	History   []CapacityChange
+	Limit     float64          // the controller's limit before rounding; Snapshot.Capacity is it rounded
+	Min, Max  int              // the bounds now (AdaptiveConfig's, or SetAdaptiveBounds')
+	Inflation float64          // short-term mean inflation of the samples (1 = jobs take their reference time)
+	Baseline  float64          // inflation of jobs seen at no more load than their reference's: the noise level
+	Noise     float64          // how a job's seat time varies at a given load: the standard deviation of its log (about 0 where times do not vary)
+	Samples   uint64           // completions that fed the controller
+	Weak      uint64           // completions that did not (no reference yet for their type and job ID)
+	Shedding  bool             // queue-delay shedding is refusing the heaviest keys' arrivals
+	Probing   bool             // a probe has halved the limit for a round (see the package doc)
+	History   []CapacityChange // the last CapacityHistory changes, oldest first
 }
 
 // adaptive is the controller's state. cfg's Min and Max change only under

@@ -53,7 +53,7 @@ type RejectedError struct {
 	// running job is expected to end, plus the time for the caller's own
 	// queued work to drain at the current capacity. Zero for ErrClosed.
 	RetryAfter time.Duration
-	Type       JobType
+	Type       JobType // the request's
 }
 
 func (e *RejectedError) Error() string {

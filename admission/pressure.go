@@ -19,6 +19,7 @@ type PressureSource interface {
 // PressureFunc adapts a function to PressureSource.
 type PressureFunc func() float64
 
+// Pressure returns f().
 func (f PressureFunc) Pressure() float64 { return f() }
 
 // PressureConfig is the optional pressure gate: while Source reports at

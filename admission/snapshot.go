@@ -62,11 +62,11 @@ func (c Counters) Ended() uint64 {
 // and metrics. Its slices are sorted as documented and bounded. It shares
 // nothing with the scheduler, so the caller may keep or modify it.
 type Snapshot struct {
-	Time          time.Time
-	Capacity      int
-	DryRun        bool
-	InUse         int
-	Queued        int
+	Time          time.Time        // the scheduler's clock when the copy was taken
+	Capacity      int              // seats now: Config.Capacity, SetCapacity's or the adaptive limit rounded
+	DryRun        bool             // SetDryRun: decisions are counted, not enforced
+	InUse         int              // seats held, by running jobs of every type and tier
+	Queued        int              // jobs waiting, foreground and background
 	SystemVirtual float64          // V_sys, seconds
 	Types         []TypeSnapshot   // by name
 	Tiers         []TierSnapshot   // by priority, highest first
@@ -106,7 +106,9 @@ type TypeSnapshot struct {
 
 // TierSnapshot describes one base priority.
 type TierSnapshot struct {
-	Priority               Priority
+	Priority Priority
+	// Limit is the tier's cap on running jobs: the priority's value, or
+	// Config.TierLimits' entry for it.
 	Limit, Running, Queued int
 }
 
@@ -125,10 +127,10 @@ type QueuedSnapshot struct {
 	Type              JobType
 	JobID             string
 	Key               string
-	BasePriority      Priority
-	EffectivePriority Priority
-	Urgent            bool
-	Wait              time.Duration
+	BasePriority      Priority      // its type's, moved by Request.PriorityOffset
+	EffectivePriority Priority      // after aging, at Snapshot.Time
+	Urgent            bool          // aging made it urgent (AgingConfig.Urgent)
+	Wait              time.Duration // time queued until Snapshot.Time
 	// BlockedBy says why the job cannot start now even if it were first:
 	// "conflict" (its resource is held), "paused", "key cap", "type cap",
 	// "tier cap", "pressure" (the pressure gate),
