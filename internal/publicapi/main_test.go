@@ -1,4 +1,4 @@
-package docsnippets
+package publicapi
 
 import (
 	"testing"

@@ -1,16 +1,13 @@
-package docsnippets
+package publicapi
 
 import (
 	"bufio"
 	"fmt"
 	"go/ast"
-	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -79,10 +76,7 @@ type snippet struct {
 }
 
 func TestSnippetsTypeCheck(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	var snippets []snippet
 	for _, name := range markdownDocs {
 		snippets = append(snippets, fenced(t, root, name)...)
@@ -111,7 +105,7 @@ func TestSnippetsTypeCheck(t *testing.T) {
 	}
 	var hard []string
 	conf := types.Config{
-		Importer: importer.ForCompiler(fset, "gc", exportData(t, root)),
+		Importer: importerFor(t, fset, imports),
 		Error: func(err error) {
 			te := err.(types.Error)
 			if te.Soft && (strings.Contains(te.Msg, "declared and not used") || strings.Contains(te.Msg, "imported and not used")) {
@@ -222,33 +216,6 @@ func eachLine(t *testing.T, root, name string, f func(n int, line string)) {
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatalf("reading %s: %v", name, err)
-	}
-}
-
-// exportData asks the go command for the compiled export data of the
-// imports and everything they depend on, as go vet and gopls do, and
-// returns the lookup go/importer reads it through.
-func exportData(t *testing.T, root string) func(path string) (io.ReadCloser, error) {
-	t.Helper()
-	args := append([]string{"list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}"}, imports...)
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	cmd.Stderr = new(strings.Builder)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -export: %v\n%s", err, cmd.Stderr)
-	}
-	files := map[string]string{}
-	for line := range strings.Lines(string(out)) {
-		path, export, _ := strings.Cut(strings.TrimSpace(line), "\t")
-		files[path] = export
-	}
-	return func(path string) (io.ReadCloser, error) {
-		f, ok := files[path]
-		if !ok || f == "" {
-			return nil, fmt.Errorf("no export data for %q: not among the imports' dependencies", path)
-		}
-		return os.Open(f)
 	}
 }
 
