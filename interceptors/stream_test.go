@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -192,6 +193,47 @@ func TestStreamModes(t *testing.T) {
 	})
 }
 
+// A FirstMessage handler whose route needs no message (its job ID comes
+// from metadata) and that sends its header before it receives is
+// admitted at that send: the header reaches the client after admission,
+// and the seat is held until the handler returns.
+func TestStreamFirstMessageAdmittedAtSendHeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, envConfig{types: streamTypes, opts: []interceptors.Option{
+			interceptors.WithRoutes(interceptors.Routes{pushMethod: {Type: "fetch", JobID: interceptors.MetadataValue("x-repo"), Stream: interceptors.FirstMessage}})}})
+		sent, finish := make(chan error, 1), make(chan struct{})
+		release := sync.OnceFunc(func() { close(finish) })
+		defer release() // a failed check must not leave the handler blocked
+		e.git.push = func(ss grpc.ServerStream) error {
+			err := ss.SendHeader(metadata.Pairs("x-early", "1"))
+			sent <- err
+			<-finish
+			return err
+		}
+		cc := e.client("203.0.113.7:5000", nil)
+		ctx := metadata.AppendToOutgoingContext(t.Context(), "x-repo", "linux")
+		st, err := cc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, pushMethod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-sent; err != nil {
+			t.Fatalf("SendHeader: %v", err)
+		}
+		synctest.Wait()
+		wantSeats(t, e, 1, 0)
+		md, err := st.Header()
+		if v := md.Get("x-early"); err != nil || len(v) != 1 || v[0] != "1" {
+			t.Fatalf("header %v, %v; want x-early: 1", md, err)
+		}
+		release()
+		if err := st.RecvMsg(new(wrapperspb.StringValue)); !errors.Is(err, io.EOF) {
+			t.Fatalf("RecvMsg: %v, want io.EOF", err)
+		}
+		synctest.Wait()
+		wantSeats(t, e, 0, 0)
+	})
+}
+
 // A FirstMessage stream refused at its first message gets the rejection,
 // with its retry hint in the stream's trailer.
 func TestStreamFirstMessageRejected(t *testing.T) {
@@ -226,16 +268,22 @@ func TestStreamFirstMessageRejected(t *testing.T) {
 
 // Stream routes whose job ID cannot be found are refused: a Field on a
 // stream admitted before any message is a configuration error, and so is a
-// FirstMessage handler that sends before it receives.
+// FirstMessage handler that sends (a message, or its header) before it
+// receives: it is admitted at that send, with no request to read a field
+// from.
 func TestStreamJobIDErrors(t *testing.T) {
+	sendMsg := func(ss grpc.ServerStream) error { return ss.SendMsg(wrapperspb.String("hello")) }
+	sendHeader := func(ss grpc.ServerStream) error { return ss.SendHeader(metadata.Pairs("x-early", "1")) }
 	for _, tc := range []struct {
 		name   string
 		route  interceptors.Route
 		method string
+		send   func(grpc.ServerStream) error // what the push handler does first
 		want   string
 	}{
-		{"HoldStream with Field", interceptors.Route{Type: "fetch", JobID: interceptors.Field("value")}, fetchMethod, "FirstMessage"},
-		{"FirstMessage sending first", interceptors.Route{Type: "fetch", JobID: interceptors.Field("value"), Stream: interceptors.FirstMessage}, pushMethod, "not a proto message"},
+		{"HoldStream with Field", interceptors.Route{Type: "fetch", JobID: interceptors.Field("value")}, fetchMethod, nil, "FirstMessage"},
+		{"FirstMessage sending first", interceptors.Route{Type: "fetch", JobID: interceptors.Field("value"), Stream: interceptors.FirstMessage}, pushMethod, sendMsg, "not a proto message"},
+		{"FirstMessage sending its header first", interceptors.Route{Type: "fetch", JobID: interceptors.Field("value"), Stream: interceptors.FirstMessage}, pushMethod, sendHeader, "not a proto message"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -243,7 +291,7 @@ func TestStreamJobIDErrors(t *testing.T) {
 					interceptors.WithRoutes(interceptors.Routes{tc.method: tc.route})}})
 				handlerErr := make(chan error, 1)
 				e.git.push = func(ss grpc.ServerStream) error {
-					err := ss.SendMsg(wrapperspb.String("hello"))
+					err := tc.send(ss)
 					handlerErr <- err
 					return err
 				}
@@ -257,7 +305,7 @@ func TestStreamJobIDErrors(t *testing.T) {
 					t.Fatalf("got %v, want Internal mentioning %q", err, tc.want)
 				}
 				if tc.method == pushMethod && status.Code(<-handlerErr) != codes.Internal {
-					t.Error("the handler's SendMsg did not fail")
+					t.Error("the handler's first send did not fail")
 				}
 				wantSeats(t, e, 0, 0)
 			})
