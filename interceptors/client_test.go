@@ -106,6 +106,10 @@ func wantRefused(t *testing.T, err error, code codes.Code, retry time.Duration) 
 	if !errors.Is(err, interceptors.ErrRefusedLocally) || st.Code() != code || !strings.Contains(st.Message(), "refused locally") {
 		t.Fatalf("got %v, want a local refusal with %v", err, code)
 	}
+	// What a log line shows: the code, and that no call was sent.
+	if msg := err.Error(); !strings.Contains(msg, "code = "+code.String()) || !strings.Contains(msg, "refused locally") {
+		t.Errorf("the error reads %q, want its code %v and \"refused locally\"", msg, code)
+	}
 	for _, d := range st.Details() {
 		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay().AsDuration() == retry {
 			return
