@@ -488,6 +488,53 @@ func TestCloseDeadline(t *testing.T) {
 	})
 }
 
+// TestCloseCancelsRunSync: once background work has drained, Close
+// cancels the context of a RunSync still running (its caller's context is
+// untouched) and does not wait for it; a Permit from Acquire is not
+// cancelled, and may be released after Close.
+func TestCloseCancelsRunSync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 2}, JobTypeConfig{}, JobTypeConfig{})
+		p, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "held", FairnessKey: "k"})
+		must(t, err)
+		caller, stop := context.WithCancel(t.Context())
+		defer stop()
+		started, proceed := make(chan struct{}), make(chan struct{})
+		ran := make(chan error, 1)
+		go func() {
+			ran <- s.RunSync(caller, "fg", "sync", "k", func(ctx context.Context) error {
+				close(started)
+				<-ctx.Done()
+				<-proceed // still running when Close returns
+				return ctx.Err()
+			})
+		}()
+		<-started
+		must(t, s.Close(context.Background()))
+		synctest.Wait()
+		if err := caller.Err(); err != nil {
+			t.Fatalf("Close cancelled the caller's own context: %v", err)
+		}
+		select {
+		case err := <-ran:
+			t.Fatalf("RunSync returned before its fn did: %v", err)
+		default:
+		}
+		close(proceed)
+		if err := <-ran; !errors.Is(err, context.Canceled) {
+			t.Fatalf("RunSync = %v, want its fn's context.Canceled", err)
+		}
+		if snap := s.Snapshot(); snap.InUse != 1 {
+			t.Fatalf("%d seats in use after RunSync returned, want the Permit's 1", snap.InUse)
+		}
+		p.Release()
+		if snap := s.Snapshot(); snap.InUse != 0 {
+			t.Fatalf("%d seats in use after the Permit's release", snap.InUse)
+		}
+		checkInvariants(t, s)
+	})
+}
+
 // TestHostileIdentifiers: huge fairness keys and job IDs are folded to a
 // bounded digest; distinct values stay distinct and equal values conflict.
 func TestHostileIdentifiers(t *testing.T) {

@@ -21,6 +21,10 @@ func TestBadInput(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	huge := strings.Repeat("x", 1<<20)
+	// A scheduler whose jobs become urgent at 30, where no job may start.
+	aged, err := New(Config{Capacity: 2, Aging: &AgingConfig{Interval: time.Second, Urgent: 30}})
+	must(t, err)
+	must(t, aged.RegisterType("bg", JobTypeConfig{Priority: PriorityBackground}))
 	for _, tc := range []struct {
 		name string
 		call func() error
@@ -48,9 +52,29 @@ func TestBadInput(t *testing.T) {
 			_, err := New(Config{Capacity: 1, Aging: &AgingConfig{Interval: 1, Step: -1}})
 			return err
 		}, ErrInvalidConfig},
+		{"New: Aging.Grace -1", func() error {
+			_, err := New(Config{Capacity: 1, Aging: &AgingConfig{Interval: 1, Grace: -1}})
+			return err
+		}, ErrInvalidConfig},
+		{"New: Aging.Max -1", func() error {
+			_, err := New(Config{Capacity: 1, Aging: &AgingConfig{Interval: 1, Max: -1}})
+			return err
+		}, ErrInvalidConfig},
+		{"New: Aging.Urgent -1", func() error {
+			_, err := New(Config{Capacity: 1, Aging: &AgingConfig{Interval: 1, Urgent: -1}})
+			return err
+		}, ErrInvalidConfig},
+		{"New: Keys' MinSeats sum over capacity", func() error {
+			_, err := New(Config{Capacity: 2, Keys: map[string]KeyPolicy{"a": {MinSeats: 2}, "b": {MinSeats: 1}}})
+			return err
+		}, ErrInvalidConfig},
 		{"New: Pressure without Source", func() error { _, err := New(Config{Capacity: 1, Pressure: &PressureConfig{Threshold: 1}}); return err }, ErrInvalidConfig},
 		{"New: Pressure.Threshold NaN", func() error {
 			_, err := New(Config{Capacity: 1, Pressure: &PressureConfig{Source: PressureFunc(func() float64 { return 0 }), Threshold: math.NaN()}})
+			return err
+		}, ErrInvalidConfig},
+		{"New: Pressure.Interval -1", func() error {
+			_, err := New(Config{Capacity: 1, Pressure: &PressureConfig{Source: PressureFunc(func() float64 { return 0 }), Threshold: 1, Interval: -1}})
 			return err
 		}, ErrInvalidConfig},
 		{"New: WithCostStore every -1", func() error {
@@ -91,6 +115,9 @@ func TestBadInput(t *testing.T) {
 		{"SubmitWith: WithTTL(-1)", func() error { return s.SubmitWith(context.Background(), "bg", "", fn, WithTTL(-1)) }, ErrInvalidConfig},
 		{"SubmitWith: WithPriority across tiers", func() error {
 			return s.SubmitWith(context.Background(), "bg", "", fn, WithPriority(PriorityForeground))
+		}, ErrInvalidConfig},
+		{"SubmitWith: WithPriority at Aging.Urgent", func() error {
+			return aged.SubmitWith(context.Background(), "bg", "", fn, WithPriority(30))
 		}, ErrInvalidConfig},
 		{"SetCapacity(0)", func() error { return s.SetCapacity(0) }, ErrInvalidConfig},
 		{"SetCapacity(-1)", func() error { return s.SetCapacity(-1) }, ErrInvalidConfig},
