@@ -151,10 +151,16 @@ func TestTransportHonoursRetryAfter(t *testing.T) {
 				time.Sleep(tc.want - time.Millisecond)
 				body := &closeRecorder{Reader: strings.NewReader("x")}
 				r, _ := http.NewRequestWithContext(t.Context(), "GET", "http://api.test/busy", body)
-				_, err := c.Do(r)
+				// The RoundTripper itself, not http.Client (which closes the
+				// body of a failed request too): closing it is the
+				// RoundTripper's contract.
+				_, err := c.Transport.RoundTrip(r)
 				var rej *RefusedError
 				if !errors.As(err, &rej) || !errors.Is(err, ErrRefusedLocally) || rej.Status != tc.status || rej.RetryAfter != time.Millisecond || rej.Throttled {
 					t.Fatalf("during the delay: %v, want a local refusal with %d and 1ms left", err, tc.status)
+				}
+				if msg := err.Error(); !strings.Contains(msg, "refused locally") || !strings.Contains(msg, "api.test") || !strings.Contains(msg, "Retry-After") {
+					t.Errorf("the error reads %q, want it to name the local refusal, the host and Retry-After", msg)
 				}
 				if !body.closed {
 					t.Error("the refused request's body was not closed")
