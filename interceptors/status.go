@@ -45,11 +45,17 @@ type StatusFunc func(ctx context.Context, err error) *status.Status
 //     so codes.Canceled or codes.DeadlineExceeded;
 //   - a routed job type the scheduler does not know: codes.Internal naming
 //     the type (a server configuration error);
-//   - a status error: that status.
+//   - one of the scheduler's rejection sentinels (ErrQueueFull,
+//     ErrWaitTimeout, ErrClosed, ErrOverloaded) not inside a
+//     RejectedError, as a StatusFunc that wraps errors may pass it on:
+//     codes.Unavailable, the server's limit;
+//   - a status error: that status;
+//   - any other error: codes.Internal with its text.
 //
-// The two rejections carry a RetryInfo detail with the scheduler's estimate
-// of when a seat opens (RejectedError.RetryAfter, rounded up to the
-// millisecond, at least 1 ms); the others carry no retry hint.
+// The rejections carry a RetryInfo detail with the scheduler's estimate of
+// when a seat opens (RejectedError.RetryAfter, rounded up to the
+// millisecond, at least 1 ms; 1 ms for a bare sentinel, which has no
+// estimate); the others carry no retry hint.
 func DefaultStatus(ctx context.Context, err error) *status.Status {
 	var rej *admission.RejectedError
 	switch {

@@ -282,6 +282,47 @@ func TestRejections(t *testing.T) {
 	}
 }
 
+// DefaultStatus maps every kind of error its doc lists, with a retry hint
+// only on rejections.
+func TestDefaultStatusMapping(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		err   error
+		code  codes.Code
+		retry time.Duration // 0: no RetryInfo
+		text  string        // in the status message
+	}{
+		{"the caller's share", &admission.RejectedError{Reason: admission.ErrQueueFull, PerKey: true, RetryAfter: 1500 * time.Microsecond, Type: "clone"},
+			codes.ResourceExhausted, 2 * time.Millisecond, "clone"},
+		{"the whole server", &admission.RejectedError{Reason: admission.ErrOverloaded, RetryAfter: 3 * time.Second, Type: "clone"},
+			codes.Unavailable, 3 * time.Second, "clone"},
+		{"a rejection without an estimate", &admission.RejectedError{Reason: admission.ErrClosed, Type: "clone"},
+			codes.Unavailable, time.Millisecond, "closed"},
+		{"cancelled", fmt.Errorf("waiting: %w", context.Canceled), codes.Canceled, 0, ""},
+		{"deadline", context.DeadlineExceeded, codes.DeadlineExceeded, 0, ""},
+		{"an unregistered type", fmt.Errorf("%w: %q", admission.ErrUnknownJobType, "fetch"), codes.Internal, 0, `"fetch"`},
+		{"a bare sentinel", fmt.Errorf("wrapped: %w", admission.ErrWaitTimeout), codes.Unavailable, time.Millisecond, "wrapped"},
+		{"a status error", status.Error(codes.NotFound, "no such repository"), codes.NotFound, 0, "no such repository"},
+		{"any other error", errors.New("boom"), codes.Internal, 0, "boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := interceptors.DefaultStatus(t.Context(), tc.err)
+			if st.Code() != tc.code || !strings.Contains(st.Message(), tc.text) {
+				t.Errorf("DefaultStatus(%v) = %v, want %v with %q", tc.err, st, tc.code, tc.text)
+			}
+			var retry time.Duration
+			for _, d := range st.Details() {
+				if ri, ok := d.(*errdetails.RetryInfo); ok {
+					retry = ri.GetRetryDelay().AsDuration()
+				}
+			}
+			if retry != tc.retry {
+				t.Errorf("RetryInfo %v, want %v", retry, tc.retry)
+			}
+		})
+	}
+}
+
 // A custom StatusFunc decides the code, and the trailer follows its
 // RetryInfo.
 func TestStatusFuncOverride(t *testing.T) {
