@@ -759,6 +759,78 @@ func TestDeadlineAware(t *testing.T) {
 	})
 }
 
+// TestDeadlineAwareCountsWorkAhead: the earliest start a deadline is
+// judged against counts the work certainly ahead of the request (the
+// older jobs of its own flow, and everything queued in higher tiers), and
+// a request without a deadline is never turned away.
+func TestDeadlineAwareCountsWorkAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 1, DeadlineAware: true},
+			JobTypeConfig{DefaultCost: time.Second}, JobTypeConfig{DefaultCost: time.Second})
+		holder, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "a"}) // ends in 1s, by its estimate
+		must(t, err)
+		// Two foreground requests with no deadline queue behind it.
+		waiting := []<-chan result{
+			acquireAsync(t.Context(), s, Request{Type: "fg", JobID: "b", FairnessKey: "k1"}),
+			acquireAsync(t.Context(), s, Request{Type: "fg", JobID: "c", FairnessKey: "k2"}),
+		}
+		synctest.Wait()
+		if q := s.Snapshot().Queued; q != 2 {
+			t.Fatalf("%d queued, want the two requests without a deadline", q)
+		}
+		tooSoon := func(r Request, within, want time.Duration) {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(t.Context(), within)
+			defer cancel()
+			_, err := s.Acquire(ctx, r)
+			var re *RejectedError
+			if !errors.Is(err, ErrDeadlineTooSoon) || !errors.As(err, &re) || re.RetryAfter != want {
+				t.Errorf("%+v within %v: %v, want ErrDeadlineTooSoon with retry after %v", r, within, err, want)
+			}
+		}
+		fits := func(r Request, within time.Duration) {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(t.Context(), within)
+			defer cancel()
+			w := acquireAsync(ctx, s, r)
+			synctest.Wait()
+			select {
+			case res := <-w:
+				t.Errorf("%+v within %v: %v, want it queued", r, within, res.err)
+			default:
+			}
+			cancel()
+			if res := <-w; !errors.Is(res.err, context.Canceled) {
+				t.Errorf("%+v cancelled: %v", r, res.err)
+			}
+		}
+		// A lower tier: 1s to the first free seat, then both foreground
+		// requests, 1s each on one seat.
+		tooSoon(Request{Type: "bg", JobID: "x", FairnessKey: "k3"}, 2500*time.Millisecond, 3*time.Second)
+		fits(Request{Type: "bg", JobID: "x", FairnessKey: "k3"}, 3500*time.Millisecond)
+		// k1's flow: 1s, then k1's own older request; k2's is in another
+		// flow, not certainly ahead.
+		tooSoon(Request{Type: "fg", JobID: "y", FairnessKey: "k1"}, 1500*time.Millisecond, 2*time.Second)
+		fits(Request{Type: "fg", JobID: "y", FairnessKey: "k1"}, 2500*time.Millisecond)
+
+		holder.Release()
+		for range waiting { // admitted one at a time, in fair order
+			var r result
+			select {
+			case r = <-waiting[0]:
+			case r = <-waiting[1]:
+			}
+			must(t, r.err)
+			r.p.Release()
+		}
+		if c := s.Snapshot().Counters; c.RejectedDeadline != 2 {
+			t.Errorf("RejectedDeadline = %d, want 2", c.RejectedDeadline)
+		}
+		checkInvariants(t, s)
+		must(t, s.Close(t.Context()))
+	})
+}
+
 func TestPressureGate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
