@@ -396,12 +396,10 @@ func (s *Scheduler) backgroundChangedLocked() {
 
 // rejectLocked builds a rejection with a retry hint: when the first running
 // job is expected to end, plus the caller's own queued work drained at the
-// mean running cost over all seats.
+// mean running cost over all seats. (ErrClosed rejections, at Close and
+// after it, carry no hint: a closing server has no seat to offer.)
 func (s *Scheduler) rejectLocked(reason error, perKey bool, t *typeState, k *keyState, now int64) *RejectedError {
 	e := &RejectedError{Reason: reason, PerKey: perKey, Type: t.name}
-	if reason == ErrClosed {
-		return e
-	}
 	first, mean := s.runningTimesLocked(t, now)
 	backlog := 0.0
 	if k != nil {
