@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -311,6 +312,37 @@ func TestDuplicatePolicies(t *testing.T) {
 		must(t, s.Submit("repack", "linux", rec.job("again", 0)))
 		synctest.Wait()
 		wantRan(t, &rec, "repack#0", "gc-new", "again")
+		must(t, s.Close(t.Context()))
+	})
+}
+
+// TestRetryDefaults: a RetryPolicy with MaxAttempts only backs off from
+// 1s, doubling, up to a ceiling of 1m, and stops at MaxAttempts.
+func TestRetryDefaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Capacity: 1})
+		must(t, err)
+		must(t, s.RegisterType("pull", JobTypeConfig{Priority: 5, Retry: RetryPolicy{MaxAttempts: 9}}))
+		start := time.Now()
+		var mu sync.Mutex
+		var at []time.Duration
+		must(t, s.Submit("pull", "linux", func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, time.Since(start))
+			return Retryable(errors.New("remote busy"))
+		}))
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		want := []time.Duration{0, 1, 3, 7, 15, 31, 63, 123, 183} // backoffs 1, 2, 4, ..., 32, then 60, 60
+		for i := range want {
+			want[i] *= time.Second
+		}
+		if !slices.Equal(at, want) {
+			t.Errorf("attempts at %v, want %v", at, want)
+		}
 		must(t, s.Close(t.Context()))
 	})
 }
