@@ -338,6 +338,51 @@ func TestPassThroughDefaultRouteAndExempt(t *testing.T) {
 	}
 }
 
+// A KeyFunc that finds no key ("" and no error) gets the call rejected
+// with InvalidArgument before the scheduler sees it: "" is the key of
+// background jobs, never a caller's.
+func TestEmptyKeyRejected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		noKey := interceptors.WithKeyFunc(func(context.Context) (string, error) { return "", nil })
+		e := newEnv(t, envConfig{types: cloneTypes, opts: []interceptors.Option{cloneRoutes, noKey}})
+		cc := e.client("203.0.113.7:5000", nil)
+		err := clone(t.Context(), cc, "linux")
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "cannot identify the caller") {
+			t.Fatalf("a call with no key: %v, want InvalidArgument saying the caller cannot be identified", err)
+		}
+		if c := e.sched.Snapshot().Counters; c.Submitted != 0 {
+			t.Errorf("the scheduler saw %d requests, want none", c.Submitted)
+		}
+	})
+}
+
+// A zero Route admits its calls under the method's full name as job type.
+func TestZeroRouteUsesTheMethodName(t *testing.T) {
+	for _, registered := range []bool{false, true} {
+		t.Run(fmt.Sprint("registered=", registered), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				types := map[admission.JobType]admission.JobTypeConfig{"clone": cloneTypes["clone"]}
+				if registered {
+					types[pingMethod] = admission.JobTypeConfig{Priority: 8}
+				}
+				e := newEnv(t, envConfig{types: types, opts: []interceptors.Option{
+					interceptors.WithRoutes(interceptors.Routes{pingMethod: {}})}})
+				cc := e.client("203.0.113.7:5000", nil)
+				err := cc.Invoke(t.Context(), pingMethod, wrapperspb.String(""), new(wrapperspb.StringValue))
+				switch {
+				case registered && err != nil:
+					t.Fatalf("Ping under its registered method name: %v", err)
+				case !registered && (status.Code(err) != codes.Internal || !strings.Contains(err.Error(), pingMethod)):
+					t.Fatalf("Ping with no type of its name: %v, want Internal naming %s", err, pingMethod)
+				}
+				if c := e.sched.Snapshot().Counters; registered && c.Submitted != 1 {
+					t.Errorf("the scheduler admitted %d requests, want the ping", c.Submitted)
+				}
+			})
+		})
+	}
+}
+
 // The interceptors compose with go-grpc-middleware v2: realip before them
 // finds the client behind a trusted proxy, auth before them stores the
 // identity Principal reads, and selector around them leaves a service out.
