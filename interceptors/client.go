@@ -254,12 +254,9 @@ type outcomeStream struct {
 
 func (s *outcomeStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	switch {
-	case err == nil:
+	if err == io.EOF { // a clean end, even with no message: accepted
 		s.done(nil, false)
-	case err == io.EOF:
-		s.done(nil, false)
-	default:
+	} else {
 		s.done(err, false)
 	}
 	return err

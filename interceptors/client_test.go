@@ -3,6 +3,7 @@ package interceptors_test
 import (
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -277,6 +278,55 @@ func TestStreamClientInterceptor(t *testing.T) {
 		}
 		if got := lv.get(); got["first"] != "sheddable_plus" || got["second"] != "sheddable_plus" || len(got) != 2 {
 			t.Errorf("the server's handlers saw %v, want sheddable_plus for first and second only", got)
+		}
+	})
+}
+
+// A stream's outcome is read at its first RecvMsg: a message, or a clean
+// end with none, is accepted; the server's overload status is not.
+func TestStreamClientOutcomes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := oteltest.New()
+		e := newEnv(t, envConfig{types: cloneTypes})
+		e.git.fetch = func(req *wrapperspb.StringValue, ss grpc.ServerStream) error {
+			switch req.GetValue() {
+			case "message":
+				return ss.SendMsg(wrapperspb.String("ok"))
+			case "overloaded":
+				return status.Error(codes.Unavailable, "go away")
+			}
+			return nil // no message: the client's first RecvMsg gets io.EOF
+		}
+		cc := e.client("203.0.113.7:5000", nil, grpc.WithStreamInterceptor(
+			interceptors.StreamClientInterceptor(seeded(), interceptors.WithMeterProvider(rec.MeterProvider))))
+		for _, tc := range []struct {
+			repo string
+			want error
+		}{{"message", nil}, {"empty", io.EOF}, {"overloaded", status.Error(codes.Unavailable, "go away")}} {
+			st, err := cc.NewStream(t.Context(), &gitDesc.Streams[0], fetchMethod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.SendMsg(wrapperspb.String(tc.repo)); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.CloseSend(); err != nil {
+				t.Fatal(err)
+			}
+			err = st.RecvMsg(new(wrapperspb.StringValue))
+			if status.Code(err) != status.Code(tc.want) || (tc.want == io.EOF) != (err == io.EOF) {
+				t.Fatalf("%s: RecvMsg = %v, want %v", tc.repo, err, tc.want)
+			}
+		}
+		m, err := rec.Collect(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		decision := attribute.Key("fairseat.client.decision")
+		for d, want := range map[string]float64{"accepted": 2, "rejected": 1} {
+			if got, _ := m.Value("fairseat.client.requests", decision.String(d)); got != want {
+				t.Errorf("requests{%s} = %v, want %v\n%s", d, got, want, m)
+			}
 		}
 	})
 }
