@@ -54,6 +54,8 @@ func TestForwardedClient(t *testing.T) {
 		{"Forwarded without for", "10.0.0.2:80", []string{"Forwarded", "proto=https"}, "10.0.0.2"},
 		{"Forwarded unterminated quote", "10.0.0.2:80", []string{"Forwarded", `for="192.0.2.1`}, "10.0.0.2"},
 		{"Forwarded garbage", "10.0.0.2:80", []string{"Forwarded", "for"}, "10.0.0.2"},
+		{"Forwarded quoted, spaces before the next pair", "10.0.0.2:80", []string{"Forwarded", `for="192.0.2.60" ; proto=http`}, "192.0.2.60"},
+		{"Forwarded quoted, garbage after", "10.0.0.2:80", []string{"Forwarded", `for="192.0.2.60"x;proto=http`}, "10.0.0.2"},
 		{"mapped trusted peer", "[::ffff:10.0.0.2]:80", []string{"X-Forwarded-For", "198.51.100.1"}, "198.51.100.1"},
 		{"v6 trusted proxy", "[2001:db8:ffff::1]:80", []string{"X-Forwarded-For", "2001:db8:1::5"}, "2001:db8:1::5"},
 	} {
