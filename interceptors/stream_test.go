@@ -289,10 +289,13 @@ func TestStreamJobIDErrors(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, envConfig{types: streamTypes, opts: []interceptors.Option{
 					interceptors.WithRoutes(interceptors.Routes{tc.method: tc.route})}})
-				handlerErr := make(chan error, 1)
+				handlerErr, recvErr := make(chan error, 1), make(chan error, 1)
 				e.git.push = func(ss grpc.ServerStream) error {
 					err := tc.send(ss)
 					handlerErr <- err
+					// A handler that reads on after its admission failed
+					// gets the same refusal, not the client's message.
+					recvErr <- ss.RecvMsg(new(wrapperspb.StringValue))
 					return err
 				}
 				cc := e.client("203.0.113.7:5000", nil)
@@ -304,8 +307,13 @@ func TestStreamJobIDErrors(t *testing.T) {
 				if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("got %v, want Internal mentioning %q", err, tc.want)
 				}
-				if tc.method == pushMethod && status.Code(<-handlerErr) != codes.Internal {
-					t.Error("the handler's first send did not fail")
+				if tc.method == pushMethod {
+					if status.Code(<-handlerErr) != codes.Internal {
+						t.Error("the handler's first send did not fail")
+					}
+					if err := <-recvErr; status.Code(err) != codes.Internal {
+						t.Errorf("RecvMsg after the failed admission: %v, want the same Internal", err)
+					}
 				}
 				wantSeats(t, e, 0, 0)
 			})
