@@ -14,6 +14,7 @@ import (
 
 	"github.com/fairseat/fairseat/admission"
 	"github.com/fairseat/fairseat/interceptors"
+	"github.com/fairseat/fairseat/internal/paired"
 )
 
 // The server variants of the RPC benchmarks.
@@ -205,58 +206,20 @@ func pairedCalls(b *testing.B, variants []string) (mean, median []float64) {
 }
 
 // pairedOn calls Clone on each client connection in turn in one loop,
-// rotating which goes first, and returns each one's mean and median
-// latency per call in ns.
+// rotating which goes first (paired.Loop), and returns each one's mean and
+// median latency per call in ns.
 func pairedOn(b *testing.B, ccs []*grpc.ClientConn) (mean, median []float64) {
 	req, resp := wrapperspb.String("github.com/golang/go"), new(wrapperspb.StringValue)
 	ctx := context.Background()
-	call := func(cc *grpc.ClientConn) time.Duration {
-		start := time.Now()
-		if err := cc.Invoke(ctx, cloneMethod, req, resp); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	}
-	for _, cc := range ccs {
-		call(cc) // connect outside the timing
-	}
-	total := make([]time.Duration, len(ccs))
-	hists := make([]latencies, len(ccs))
-	n := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		for j := range ccs {
-			k := (n + j) % len(ccs)
-			d := call(ccs[k])
-			total[k] += d
-			hists[k].add(d)
-		}
-		n++
-	}
-	for i := range ccs {
-		mean = append(mean, float64(total[i])/float64(n))
-		median = append(median, hists[i].quantile(0.5, n))
-	}
-	return mean, median
-}
-
-// latencies counts call latencies in 10 ns buckets up to 200 µs, the last
-// bucket holding all slower calls. It has a fixed size, so recording a call
-// allocates nothing in the timed loop.
-type latencies [20000]int32
-
-func (h *latencies) add(d time.Duration) { h[min(max(int(d/10), 0), len(h)-1)]++ }
-
-// quantile returns the q-quantile of the n calls recorded, in nanoseconds
-// (the lower bound of its bucket).
-func (h *latencies) quantile(q float64, n int) float64 {
-	c := 0
-	for i, v := range h {
-		if c += int(v); float64(c) >= q*float64(n) {
-			return float64(i * 10)
+	calls := make([]func(), len(ccs))
+	for i, cc := range ccs {
+		calls[i] = func() {
+			if err := cc.Invoke(ctx, cloneMethod, req, resp); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
-	return float64(len(h) * 10)
+	return paired.Loop(b, calls)
 }
 
 // BenchmarkAdmit measures fairseat's interceptor alone, called directly
