@@ -34,7 +34,10 @@
 // request; *http.ServeMux answers that (any handler with the method
 // Handler(*http.Request) (http.Handler, string) does). Put Tag directly on the
 // route: a Tag hidden inside another wrapper is not seen by this look-ahead,
-// and the request is then admitted once, under the default type. Requests
+// and the request is then admitted once, under the default type. A wrapped
+// handler that cannot be asked (not a router) leaves every request counted
+// as tagged: the default type does not apply behind it, and only its Tags
+// wait. Requests
 // matched by [WithExempt] (health checks, metrics) never wait; they are
 // counted in the scheduler's Counters.Exempt.
 //

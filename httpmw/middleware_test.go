@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -274,6 +275,62 @@ func TestDefaultJobTypeAndExempt(t *testing.T) {
 		}
 		must(t, s.Close(t.Context()))
 	})
+}
+
+// TestDefaultJobTypeLookAhead: the default type applies where the
+// router's look-ahead sees no Tag. A Tag hidden inside another wrapper is
+// not seen: its request is admitted once, under the default type, and the
+// Tag then runs its handler without admitting again. A wrapped handler
+// that is not a router cannot be asked: every request counts as tagged,
+// so only Tags admit and the rest pass through.
+func TestDefaultJobTypeLookAhead(t *testing.T) {
+	s := newScheduler(t, admission.Config{Capacity: 4}, admission.JobTypeConfig{})
+	// runningAs records the job types running while a handler runs.
+	var runningAs []string
+	record := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, ts := range s.Snapshot().Types {
+			if ts.Running > 0 {
+				runningAs = append(runningAs, string(ts.Type))
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	hidden := http.NewServeMux()
+	tag := Tag("clone", PathValue("repo"), record)
+	hidden.Handle("POST /repos/{repo}/clone", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tag.ServeHTTP(w, r) }))
+	notRouter := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/plain" {
+			record.ServeHTTP(w, r)
+			return
+		}
+		cloneMux(record).ServeHTTP(w, r)
+	})
+	for _, tc := range []struct {
+		name         string
+		next         http.Handler
+		method, path string
+		want         []string // job types running in the handler
+	}{
+		{"a hidden Tag", hidden, "POST", "/repos/a/clone", []string{"default"}},
+		{"not a router, a Tag", notRouter, "POST", "/repos/a/clone", []string{"clone"}},
+		{"not a router, no Tag", notRouter, "GET", "/plain", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runningAs = nil
+			before := s.Snapshot().Counters.Admitted
+			rec := httptest.NewRecorder()
+			r := httptest.NewRequest(tc.method, tc.path, nil)
+			r.RemoteAddr = "192.0.2.1:1"
+			Middleware(s, WithDefaultJobType("default", nil))(tc.next).ServeHTTP(rec, r)
+			if rec.Code != http.StatusNoContent || !slices.Equal(runningAs, tc.want) {
+				t.Errorf("status %d, running as %v; want 204 running as %v", rec.Code, runningAs, tc.want)
+			}
+			if got := s.Snapshot().Counters.Admitted - before; got != uint64(len(tc.want)) {
+				t.Errorf("admitted %d times, want %d", got, len(tc.want))
+			}
+		})
+	}
+	must(t, s.Close(t.Context()))
 }
 
 // TestResponseControllerThroughMiddleware: the handler gets the server's own
