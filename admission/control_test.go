@@ -175,6 +175,9 @@ func TestCloseDropsPausedBackground(t *testing.T) {
 		if err := s.Pause("bg", 0); !errors.Is(err, ErrClosed) {
 			t.Errorf("Pause after Close = %v", err)
 		}
+		if err := s.PauseKey("k", 0); !errors.Is(err, ErrClosed) {
+			t.Errorf("PauseKey after Close = %v", err)
+		}
 	})
 }
 
