@@ -488,6 +488,28 @@ func TestCloseDeadline(t *testing.T) {
 	})
 }
 
+// TestUncontendedAllocatesOnlyThePermit: an admission with a free seat
+// allocates its Permit and nothing else (issue 19's one allocation; the
+// scheduler's records come from free lists). A count, not a time, so it
+// holds under -race and on any machine.
+func TestUncontendedAllocatesOnlyThePermit(t *testing.T) {
+	s := newTestScheduler(t, Config{Capacity: 4}, JobTypeConfig{}, JobTypeConfig{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	r := Request{Type: "fg", JobID: "linux", FairnessKey: "client"}
+	n := testing.AllocsPerRun(1000, func() {
+		p, err := s.Acquire(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Release()
+	})
+	if n != 1 {
+		t.Errorf("Acquire and Release allocate %v times, want 1 (the Permit)", n)
+	}
+	must(t, s.Close(t.Context()))
+}
+
 // TestCloseCancelsRunSync: once background work has drained, Close
 // cancels the context of a RunSync still running (its caller's context is
 // untouched) and does not wait for it; a Permit from Acquire is not
