@@ -5,7 +5,9 @@
 // its true capacity. Past C the server does no more work, each job just
 // takes longer, so the limit that keeps it busy without adding latency is
 // C. It sleeps: use it under testing/synctest. Spread varies a job's base
-// time as a real server's seat times vary from one job to the next.
+// time as a real server's seat times vary from one job to the next, and
+// SetThrash makes a server do less in all past C, as one that thrashes
+// does.
 package simserver
 
 import (
@@ -36,12 +38,28 @@ func SeatTime(base time.Duration, running, c int) time.Duration {
 	return time.Duration(float64(base) * float64(running) / float64(c))
 }
 
+// Thrashed is the seat time of a job of seat time d (SeatTime's) on a
+// server that thrashes past its capacity c by a factor a: with running > c
+// jobs at its start, d × (1 + a·(running/c − 1)). The jobs running then do
+// c / (1 + a·(running/c − 1)) seats of work in all, less than c and the
+// less the more there are: the retrograde throughput of Gunther's
+// Universal Scalability Law in its simplest form, as caches, memory or
+// locks contended by more work than fits make a real server do. a = 0:
+// d.
+func Thrashed(d time.Duration, running, c int, a float64) time.Duration {
+	if a == 0 || running <= c {
+		return d
+	}
+	return time.Duration(float64(d) * (1 + a*(float64(running)/float64(c)-1)))
+}
+
 // Server is the simulated server. It is safe for concurrent use; its zero
 // value is not usable (see New).
 type Server struct {
 	mu      sync.Mutex
 	running int
-	c       int // true capacity, > 0
+	c       int     // true capacity, > 0
+	thrash  float64 // see Thrashed; >= 0
 }
 
 // New returns a server of true capacity c (> 0).
@@ -54,6 +72,15 @@ func (v *Server) SetCapacity(c int) {
 	v.mu.Unlock()
 }
 
+// SetThrash makes the server thrash past its capacity by a factor a >= 0
+// (see Thrashed); 0, the default, is a server that does C and no less
+// however many jobs it runs.
+func (v *Server) SetThrash(a float64) {
+	v.mu.Lock()
+	v.thrash = a
+	v.mu.Unlock()
+}
+
 // Capacity is the true capacity now.
 func (v *Server) Capacity() int {
 	v.mu.Lock()
@@ -62,7 +89,7 @@ func (v *Server) Capacity() int {
 }
 
 // Serve does one job of base time base and returns its seat time, base ×
-// max(1, running/C).
+// max(1, running/C) (made longer by SetThrash's factor past C).
 func (v *Server) Serve(base time.Duration) time.Duration {
 	d, _ := v.ServeContext(context.Background(), base)
 	return d
@@ -72,7 +99,7 @@ func (v *Server) Serve(base time.Duration) time.Duration {
 func (v *Server) ServeContext(ctx context.Context, base time.Duration) (time.Duration, error) {
 	v.mu.Lock()
 	v.running++
-	d := SeatTime(base, v.running, v.c)
+	d := Thrashed(SeatTime(base, v.running, v.c), v.running, v.c, v.thrash)
 	v.mu.Unlock()
 	defer func() {
 		v.mu.Lock()

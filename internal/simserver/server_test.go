@@ -47,6 +47,44 @@ func TestServe(t *testing.T) {
 	})
 }
 
+// TestThrash: past C a thrashing server's jobs take longer still, so that
+// the jobs running do less than C in all; up to C nothing changes.
+func TestThrash(t *testing.T) {
+	for _, tc := range []struct {
+		running int
+		a       float64
+		want    time.Duration // for a base of 1s and C = 4
+	}{
+		{4, 0.5, time.Second},               // at C: base time
+		{8, 0, 2 * time.Second},             // no thrashing: running/C
+		{8, 0.5, 3 * time.Second},           // 2 × (1 + 0.5·1)
+		{12, 0.25, 4500 * time.Millisecond}, // 3 × (1 + 0.25·2)
+	} {
+		d := Thrashed(SeatTime(time.Second, tc.running, 4), tc.running, 4, tc.a)
+		if d != tc.want {
+			t.Errorf("%d running, thrash %v: %v, want %v", tc.running, tc.a, d, tc.want)
+		}
+		// The work the running jobs do per second, in seats: below C once
+		// they thrash.
+		if work := float64(tc.running) * float64(time.Second) / float64(d); tc.a > 0 && tc.running > 4 && work >= 4 {
+			t.Errorf("%d running, thrash %v: %.2f seats of work, want less than C", tc.running, tc.a, work)
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		v := New(1)
+		v.SetThrash(1)
+		var wg sync.WaitGroup
+		var second time.Duration
+		wg.Go(func() { v.Serve(time.Second) })
+		synctest.Wait()
+		wg.Go(func() { second = v.Serve(time.Second) })
+		wg.Wait()
+		if second != 4*time.Second { // 2 × (1 + 1·1)
+			t.Errorf("a second job on a server of C = 1 thrashing by 1: %v, want 4s", second)
+		}
+	})
+}
+
 // TestSpread: the factor's mean is 1 and its log's standard deviation is
 // sigma (over 100,000 draws); sigma 0 is no spread at all.
 func TestSpread(t *testing.T) {
