@@ -447,9 +447,9 @@
 //     only as far as short one standard error lower implies (shortError).
 //
 // What noise still costs: the limit settles above Tolerance·C. At a spread
-// of 0.5, a mean of 22.5 seats in benchmarks/ADAPTIVE.md's noisy slow disk
+// of 0.5, a mean of 20.5 seats in benchmarks/ADAPTIVE.md's noisy slow disk
 // where the oracle's is 14.7 (the median of five draws of jobs: a p99 of
-// 1.41 s against 1.38 s at C fixed, for 99.9 % of its goodput; runs of
+// 1.45 s against 1.38 s at C fixed, for 99.7 % of its goodput; runs of
 // one draw read 22 to 26 seats and 1.43 to 1.55 s against 1.33 s, for
 // 99.7 %), and 20 to 33 seats for C = 16 in copies of the
 // simulated tests under that spread, which it follows when C halves, at

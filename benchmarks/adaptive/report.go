@@ -183,6 +183,9 @@ func (o Outcome) Markdown() string {
 	if sc.Noise > 0 {
 		fmt.Fprintf(&b, "; each job's base time its repository's times a log-normal factor of mean 1 and spread %.2g", sc.Noise)
 	}
+	if sc.Thrash > 0 {
+		fmt.Fprintf(&b, "; past C the server thrashes by a factor %.2g: the jobs running do C / (1 + %.2g·(running/C − 1)) seats of work in all", sc.Thrash, sc.Thrash)
+	}
 	b.WriteString(".\n\n")
 	fmt.Fprintf(&b, "Medians of %d runs, each with its own draw of jobs; the goodput's range over them beside it.\n\n", Rounds)
 	b.WriteString("| limiter | goodput (seats) | range | of C | p50 latency | p99 latency | light client's p99 wait | mean limit | refused |\n")
@@ -281,10 +284,13 @@ jobs the server runs at its start and C its true capacity. Past C the server doe
 job only takes longer, so a limit above C adds latency and no goodput, and one below C wastes seats;
 but a job's seat time is fixed when it starts, so a job started just before the load rose is not
 slowed by the jobs started after it, and for a moment a limiter running more than C jobs does more
-than C seats of work (a negative share in the second table of each scenario).
+than C seats of work (a negative share in the second table of each scenario). In the last scenario
+the server thrashes past C (simserver.Thrashed): it does less than C in all, the less the more jobs
+it runs, as a real server given more work than fits its caches, memory or locks does, so that a
+limit above C costs goodput as well as latency.
 The load: a flood of closed loops (six times C, more than the server can serve) and a light client,
 over 100 repositories, a tenth of the requests to one of 20 heavy ones (300 ms of base time), the rest
-to light ones (30 to 70 ms). In the first two scenarios every job of a repository takes its base time;
+to light ones (30 to 70 ms). In all but the noisy scenario every job of a repository takes its base time;
 in the noisy one a job's base time is its repository's times a log-normal factor of mean 1 and spread
 0.5, as a real server's seat times vary from one job to the next. Every run takes place in a testing/synctest bubble: fake time, which the
 peers read through time.Now too, so the figures do not depend on this machine, and a rerun gives the

@@ -32,6 +32,9 @@ type Scenario struct {
 	// only in the order in which goroutines woken at one instant run; the
 	// report runs each limiter with Draws 0 to Rounds-1.
 	Draw uint64
+	// Thrash is how much less the server does in all past C
+	// (simserver.Thrashed; 0: it does C however many jobs it runs).
+	Thrash float64
 }
 
 // CapacityAt is the true capacity at el into the run.
@@ -65,9 +68,20 @@ func NoisySlowDisk(d time.Duration) Scenario {
 	return sc
 }
 
+// ThrashingSlowDisk is SlowDisk on a server that thrashes past C by a
+// factor 0.3 (simserver.Thrashed): with twice C jobs running it does 77 %
+// of C, with four times C 53 %. A real server given more work than fits
+// its caches, memory or locks does less in all, not the same work more
+// slowly; there a limit above C costs goodput, not only latency.
+func ThrashingSlowDisk(d time.Duration) Scenario {
+	sc := SlowDisk(d)
+	sc.Name, sc.Thrash = "thrashing slow disk", 0.3
+	return sc
+}
+
 // Scenarios are the report's scenarios, d long each.
 func Scenarios(d time.Duration) []Scenario {
-	return []Scenario{Steady(d), SlowDisk(d), NoisySlowDisk(d)}
+	return []Scenario{Steady(d), SlowDisk(d), NoisySlowDisk(d), ThrashingSlowDisk(d)}
 }
 
 // Tick is how often a run records the limit (Result.Limits).
@@ -145,6 +159,7 @@ type served struct {
 // does).
 func Run(sc Scenario, name string, l Limiter) (Result, error) {
 	v := simserver.New(sc.C)
+	v.SetThrash(sc.Thrash)
 	ctx, cancel := context.WithCancel(context.Background())
 	start := time.Now()
 	from := start.Add(sc.Warmup)
