@@ -197,6 +197,43 @@ func TestAdaptiveSettles(t *testing.T) {
 	}
 }
 
+// TestAdaptiveSettlesOnAThrashingServer: on a server that does less in
+// all past C (simserver.Thrashed, factor 0.3), the limit settles as it
+// does on one that does not, and holding to C keeps the work done there:
+// a fixed capacity of 4·C, whose server thrashes, does far less.
+func TestAdaptiveSettlesOnAThrashingServer(t *testing.T) {
+	const c, d = 16, 40 * time.Second
+	load := []simClient{{key: "a", loops: 6 * c, job: simRepos(200*time.Millisecond, constant(0.1))}}
+	run := func(t *testing.T, s *Scheduler) simResult {
+		v := simserver.New(c)
+		v.SetThrash(0.3)
+		return simRun(t, s, v, load, d, nil, nil)
+	}
+	var fixed float64
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Capacity: 4 * c, TierLimits: map[Priority]int{PriorityForeground: 4 * c}})
+		must(t, err)
+		must(t, s.RegisterType("job", JobTypeConfig{Priority: PriorityForeground, NoAging: true, DefaultCost: 50 * time.Millisecond}))
+		fixed = run(t, s).goodput(d)
+	})
+	for _, initial := range []int{4 * c, 1} {
+		t.Run(fmt.Sprintf("initial=%d", initial), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				res := run(t, simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: initial}))
+				at, lo, hi := res.settling(0, len(res.limits), c, 0.25)
+				t.Logf("C=%d from %d: settled at %v, then limit in [%d, %d] out of probes; goodput %.2f of %d (fixed 4·C: %.2f); limits every second: %v",
+					c, initial, tickTime(at), lo, hi, res.goodput(d), c, fixed, everySecond(res.limits))
+				if at < 0 || tickTime(at) > 15*time.Second {
+					t.Errorf("limit not within ±25%% of %d from 15s on: settled at %v", c, tickTime(at))
+				}
+				if g := res.goodput(d); g < 0.85*c || g < 1.5*fixed {
+					t.Errorf("goodput %.2f seats, want at least 85%% of C = %d and 1.5 times fixed 4·C's %.2f", g, c, fixed)
+				}
+			})
+		})
+	}
+}
+
 // everySecond is every tenth limit, for logs.
 func everySecond(limits []int) []int {
 	var out []int
