@@ -19,7 +19,8 @@ import (
 // controller reads: any seat time (none at all, a nanosecond, an hour, or
 // a simulated server's, base × max(1, load/C), which makes the controller
 // probe, cut and grow; C halves and doubles as a disk slows down and
-// recovers), time jumps past CostTTL, its bounds moved by
+// recovers, and the server may thrash past C, simserver.Thrashed), time
+// jumps past CostTTL, its bounds moved by
 // SetAdaptiveBounds (valid or not), SetCapacity (refused while adaptive),
 // and pressure readings of any value (NaN, ±Inf, negative, above 1) with
 // queue-delay shedding on or off. There is no reference model of the
@@ -108,7 +109,8 @@ func adaptiveFuzzConfig(b [6]byte, pressure *float64) (cfg Config, c int) {
 type adaptiveDriver struct {
 	t       *testing.T
 	s       *Scheduler
-	c       int // the simulated server's true capacity
+	c       int     // the simulated server's true capacity
+	thrash  float64 // and how it thrashes past it (simserver.Thrashed): 0 or 0.5
 	queued  []*job
 	running []*job
 	ops     []string
@@ -180,13 +182,18 @@ func runAdaptiveFuzz(t *testing.T, data []byte) adaptiveFuzzRun {
 			pressure = fuzzPressures[int(arg)%len(fuzzPressures)]
 			d.logf("pressure %v", pressure)
 			d.step(func(now int64) { s.dispatchLocked(now, nil) })
-		case 11: // the simulated server's capacity halves or doubles (a slow disk, and back)
-			if arg&1 == 0 {
+		case 11: // the simulated server's capacity halves or doubles (a slow disk, and back), or it starts or stops thrashing past C
+			switch {
+			case arg&0x80 != 0:
+				d.thrash = 0.5 - d.thrash
+				d.logf("thrash %v", d.thrash)
+			case arg&1 == 0:
 				d.c = max(1, d.c/2)
-			} else {
+				d.logf("C %d", d.c)
+			default:
 				d.c = min(64, 2*d.c)
+				d.logf("C %d", d.c)
 			}
-			d.logf("C %d", d.c)
 		case 10: // the operator sets the capacity by hand: refused
 			if err := s.SetCapacity(1 + int(arg)); !errors.Is(err, ErrInvalidConfig) {
 				d.fatalf("SetCapacity(%d) with adaptive capacity = %v, want ErrInvalidConfig", 1+int(arg), err)
@@ -213,13 +220,14 @@ func (d *adaptiveDriver) fatalf(format string, args ...any) {
 }
 
 // observed is a completion's seat time: the simulated server's for most
-// args (its job's base time, from the job ID, times max(1, load/C)), one
-// of fuzzSeatTimes for the rest.
+// args (its job's base time, from the job ID, times max(1, load/C), and
+// longer still past C while it thrashes), one of fuzzSeatTimes for the
+// rest.
 func (d *adaptiveDriver) observed(arg byte) func(j *job) time.Duration {
 	if arg < 0xc0 {
 		return func(j *job) time.Duration {
 			base := time.Duration(30+40*int(j.jobID[1]-'0')) * time.Millisecond
-			return simserver.SeatTime(base, int(j.load), d.c)
+			return simserver.Thrashed(simserver.SeatTime(base, int(j.load), d.c), int(j.load), d.c, d.thrash)
 		}
 	}
 	seat := fuzzSeatTimes[int(arg)%len(fuzzSeatTimes)]
