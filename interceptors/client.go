@@ -254,11 +254,11 @@ type outcomeStream struct {
 
 func (s *outcomeStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	if err == io.EOF { // a clean end, even with no message: accepted
-		s.done(nil, false)
-	} else {
-		s.done(err, false)
+	outcome := err
+	if err == io.EOF {
+		outcome = nil // a clean end, even before any message: accepted
 	}
+	s.done(outcome, false)
 	return err
 }
 
