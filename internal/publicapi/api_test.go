@@ -124,13 +124,16 @@ func typeLines(prefix string, obj *types.TypeName, qual types.Qualifier) []strin
 	if _, ok := obj.Type().Underlying().(*types.Interface); ok {
 		return lines
 	}
+	// A method of the value's own method set has a value receiver; the
+	// pointer's set adds those with a pointer receiver.
+	values := types.NewMethodSet(obj.Type())
 	for sel := range types.NewMethodSet(types.NewPointer(obj.Type())).Methods() {
 		m := sel.Obj().(*types.Func)
 		if !m.Exported() {
 			continue
 		}
 		recv := "*" + name
-		if pointerless(obj.Type(), m.Name()) {
+		if values.Lookup(m.Pkg(), m.Name()) != nil {
 			recv = name
 		}
 		add("method (%s) %s%s", recv, m.Name(), signature(m.Signature(), qual))
@@ -162,18 +165,6 @@ func signature(sig *types.Signature, qual types.Qualifier) string {
 		b += " (" + strings.Join(res, ", ") + ")"
 	}
 	return b
-}
-
-// pointerless reports whether t's own method set (without a pointer) has
-// the method: its receiver is a value.
-func pointerless(t types.Type, name string) bool {
-	ms := types.NewMethodSet(t)
-	for sel := range ms.Methods() {
-		if sel.Obj().Name() == name {
-			return true
-		}
-	}
-	return false
 }
 
 // difference returns the lines of a not in b.

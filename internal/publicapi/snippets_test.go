@@ -81,6 +81,7 @@ func TestSnippetsTypeCheck(t *testing.T) {
 	for _, name := range markdownDocs {
 		snippets = append(snippets, fenced(t, root, name)...)
 	}
+	fromMarkdown := len(snippets)
 	perDoc := map[string]int{}
 	for _, name := range packageDocs {
 		for _, sn := range indented(t, root, name) {
@@ -118,7 +119,7 @@ func TestSnippetsTypeCheck(t *testing.T) {
 	for _, e := range hard {
 		t.Error(e)
 	}
-	t.Logf("%d snippets checked (%d from package docs)", len(snippets), len(snippets)-countIn(snippets, markdownDocs))
+	t.Logf("%d snippets checked (%d from package docs)", len(snippets), len(snippets)-fromMarkdown)
 }
 
 // source is a Go file with one function per snippet, each preceded by a
@@ -217,16 +218,4 @@ func eachLine(t *testing.T, root, name string, f func(n int, line string)) {
 	if err := sc.Err(); err != nil {
 		t.Fatalf("reading %s: %v", name, err)
 	}
-}
-
-func countIn(snippets []snippet, files []string) int {
-	n := 0
-	for _, sn := range snippets {
-		for _, f := range files {
-			if sn.file == f {
-				n++
-			}
-		}
-	}
-	return n
 }
