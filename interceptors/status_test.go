@@ -46,16 +46,22 @@ func (r *recorder) last(t *testing.T) error {
 	}
 }
 
-// retryHint returns the RetryInfo delay of err's status and the pushback
-// trailer, checking that they agree.
-func retryHint(t *testing.T, err error, trailer metadata.MD) (time.Duration, bool) {
-	t.Helper()
+// retryInfo is st's RetryInfo detail, or nil.
+func retryInfo(st *status.Status) *errdetails.RetryInfo {
 	var info *errdetails.RetryInfo
-	for _, d := range status.Convert(err).Details() {
+	for _, d := range st.Details() {
 		if ri, ok := d.(*errdetails.RetryInfo); ok {
 			info = ri
 		}
 	}
+	return info
+}
+
+// retryHint returns the RetryInfo delay of err's status and the pushback
+// trailer, checking that they agree.
+func retryHint(t *testing.T, err error, trailer metadata.MD) (time.Duration, bool) {
+	t.Helper()
+	info := retryInfo(status.Convert(err))
 	push := trailer.Get(interceptors.PushbackTrailer)
 	switch {
 	case info == nil && len(push) == 0:
@@ -310,13 +316,7 @@ func TestDefaultStatusMapping(t *testing.T) {
 			if st.Code() != tc.code || !strings.Contains(st.Message(), tc.text) {
 				t.Errorf("DefaultStatus(%v) = %v, want %v with %q", tc.err, st, tc.code, tc.text)
 			}
-			var retry time.Duration
-			for _, d := range st.Details() {
-				if ri, ok := d.(*errdetails.RetryInfo); ok {
-					retry = ri.GetRetryDelay().AsDuration()
-				}
-			}
-			if retry != tc.retry {
+			if retry := retryInfo(st).GetRetryDelay().AsDuration(); retry != tc.retry {
 				t.Errorf("RetryInfo %v, want %v", retry, tc.retry)
 			}
 		})
