@@ -72,15 +72,10 @@ func BenchmarkMiddlewareLoopback(b *testing.B) {
 // and mean over bare's, in ns.
 func BenchmarkMiddlewarePaired(b *testing.B) {
 	s, bare, fair := benchHandlers(b)
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	route := http.NewServeMux()
-	route.Handle("POST /repos/{repo}/clone", ok)
 	ctxOnly := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		route.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, &state{})))
+		bare.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, &state{})))
 	})
-	own, err := admission.New(admission.Config{Capacity: 64})
-	must(b, err)
-	must(b, own.RegisterType("clone", admission.JobTypeConfig{ConflictGroup: "git", Priority: 64}))
+	own := benchScheduler(b)
 	acquireOnly := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := own.Acquire(r.Context(), admission.Request{Type: "clone", JobID: "linux", FairnessKey: "203.0.113.7"})
 		if err != nil {
@@ -88,12 +83,14 @@ func BenchmarkMiddlewarePaired(b *testing.B) {
 			return
 		}
 		defer p.Release()
-		route.ServeHTTP(w, r)
+		bare.ServeHTTP(w, r)
 	})
+	// Each variant gets a server of its own; aa serves the bare route
+	// again.
 	variants := []struct {
 		name string
 		h    http.Handler
-	}{{"bare", bare}, {"aa", route}, {"ctx", ctxOnly}, {"acquire", acquireOnly}, {"fairseat", fair}}
+	}{{"bare", bare}, {"aa", bare}, {"ctx", ctxOnly}, {"acquire", acquireOnly}, {"fairseat", fair}}
 	calls := make([]func(), len(variants))
 	for i, v := range variants {
 		srv := httptest.NewServer(v.h)
@@ -121,9 +118,7 @@ func BenchmarkMiddlewarePaired(b *testing.B) {
 // route, and the same route tagged behind the middleware (64 seats, so every
 // request is admitted at once).
 func benchHandlers(b *testing.B) (*admission.Scheduler, http.Handler, http.Handler) {
-	s, err := admission.New(admission.Config{Capacity: 64})
-	must(b, err)
-	must(b, s.RegisterType("clone", admission.JobTypeConfig{ConflictGroup: "git", Priority: 64}))
+	s := benchScheduler(b)
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	bare := http.NewServeMux()
 	bare.Handle("POST /repos/{repo}/clone", ok)
@@ -162,3 +157,12 @@ func BenchmarkTransport(b *testing.B) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// benchScheduler is the benchmarks' scheduler: 64 seats, so that every
+// request is admitted at once, and the clone type.
+func benchScheduler(b *testing.B) *admission.Scheduler {
+	s, err := admission.New(admission.Config{Capacity: 64})
+	must(b, err)
+	must(b, s.RegisterType("clone", admission.JobTypeConfig{ConflictGroup: "git", Priority: 64}))
+	return s
+}
