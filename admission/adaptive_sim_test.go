@@ -198,7 +198,7 @@ func TestAdaptiveSettles(t *testing.T) {
 }
 
 // TestAdaptiveSettlesOnAThrashingServer: on a server that does less in
-// all past C (simserver.Thrashed, factor 0.3), the limit settles as it
+// all past C (simserver.SeatTime, a factor of 0.3), the limit settles as it
 // does on one that does not, and holding to C keeps the work done there:
 // a fixed capacity of 4·C, whose server thrashes, does far less.
 func TestAdaptiveSettlesOnAThrashingServer(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 // controller reads: any seat time (none at all, a nanosecond, an hour, or
 // a simulated server's, base × max(1, load/C), which makes the controller
 // probe, cut and grow; C halves and doubles as a disk slows down and
-// recovers, and the server may thrash past C, simserver.Thrashed), time
+// recovers, and the server may thrash past C, simserver.SeatTime), time
 // jumps past CostTTL, its bounds moved by
 // SetAdaptiveBounds (valid or not), SetCapacity (refused while adaptive),
 // and pressure readings of any value (NaN, ±Inf, negative, above 1) with
@@ -110,7 +110,7 @@ type adaptiveDriver struct {
 	t       *testing.T
 	s       *Scheduler
 	c       int     // the simulated server's true capacity
-	thrash  float64 // and how it thrashes past it (simserver.Thrashed): 0 or 0.5
+	thrash  float64 // and how it thrashes past it (simserver.SeatTime's a): 0 or 0.5
 	queued  []*job
 	running []*job
 	ops     []string
@@ -227,7 +227,7 @@ func (d *adaptiveDriver) observed(arg byte) func(j *job) time.Duration {
 	if arg < 0xc0 {
 		return func(j *job) time.Duration {
 			base := time.Duration(30+40*int(j.jobID[1]-'0')) * time.Millisecond
-			return simserver.Thrashed(simserver.SeatTime(base, int(j.load), d.c), int(j.load), d.c, d.thrash)
+			return simserver.SeatTime(base, int(j.load), d.c, d.thrash)
 		}
 	}
 	seat := fuzzSeatTimes[int(arg)%len(fuzzSeatTimes)]

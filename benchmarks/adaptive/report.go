@@ -285,7 +285,7 @@ job only takes longer, so a limit above C adds latency and no goodput, and one b
 but a job's seat time is fixed when it starts, so a job started just before the load rose is not
 slowed by the jobs started after it, and for a moment a limiter running more than C jobs does more
 than C seats of work (a negative share in the second table of each scenario). In the last scenario
-the server thrashes past C (simserver.Thrashed): it does less than C in all, the less the more jobs
+the server thrashes past C (simserver.SeatTime): it does less than C in all, the less the more jobs
 it runs, as a real server given more work than fits its caches, memory or locks does, so that a
 limit above C costs goodput as well as latency.
 The load: a flood of closed loops (six times C, more than the server can serve) and a light client,

@@ -33,7 +33,7 @@ type Scenario struct {
 	// report runs each limiter with Draws 0 to Rounds-1.
 	Draw uint64
 	// Thrash is how much less the server does in all past C
-	// (simserver.Thrashed; 0: it does C however many jobs it runs).
+	// (simserver.SeatTime's a; 0: it does C however many jobs it runs).
 	Thrash float64
 }
 
@@ -69,7 +69,7 @@ func NoisySlowDisk(d time.Duration) Scenario {
 }
 
 // ThrashingSlowDisk is SlowDisk on a server that thrashes past C by a
-// factor 0.3 (simserver.Thrashed): with twice C jobs running it does 77 %
+// factor 0.3 (simserver.SeatTime): with twice C jobs running it does 77 %
 // of C, with four times C 53 %. A real server given more work than fits
 // its caches, memory or locks does less in all, not the same work more
 // slowly; there a limit above C costs goodput, not only latency.

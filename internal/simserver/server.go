@@ -30,27 +30,22 @@ func Spread(rng *rand.Rand, sigma float64) float64 {
 
 // SeatTime is the seat time of a job of base time base started with
 // running jobs on the server (itself included) and true capacity c: base ×
-// max(1, running/c).
-func SeatTime(base time.Duration, running, c int) time.Duration {
-	if running <= c {
-		return base
-	}
-	return time.Duration(float64(base) * float64(running) / float64(c))
-}
-
-// Thrashed is the seat time of a job of seat time d (SeatTime's) on a
-// server that thrashes past its capacity c by a factor a: with running > c
-// jobs at its start, d × (1 + a·(running/c − 1)). The jobs running then do
+// max(1, running/c), on a server that thrashes past c by a factor a times
+// 1 + a·(running/c − 1) as well. Past c the jobs running then do
 // c / (1 + a·(running/c − 1)) seats of work in all, less than c and the
 // less the more there are: the retrograde throughput of Gunther's
 // Universal Scalability Law in its simplest form, as caches, memory or
-// locks contended by more work than fits make a real server do. a = 0:
-// d.
-func Thrashed(d time.Duration, running, c int, a float64) time.Duration {
-	if a == 0 || running <= c {
-		return d
+// locks contended by more work than fits make a real server do. a = 0 is
+// a server that does c and no less however many jobs it runs.
+func SeatTime(base time.Duration, running, c int, a float64) time.Duration {
+	if running <= c {
+		return base
 	}
-	return time.Duration(float64(d) * (1 + a*(float64(running)/float64(c)-1)))
+	d := float64(base) * float64(running) / float64(c)
+	if a > 0 {
+		d *= 1 + a*(float64(running)/float64(c)-1)
+	}
+	return time.Duration(d)
 }
 
 // Server is the simulated server. It is safe for concurrent use; its zero
@@ -59,7 +54,7 @@ type Server struct {
 	mu      sync.Mutex
 	running int
 	c       int     // true capacity, > 0
-	thrash  float64 // see Thrashed; >= 0
+	thrash  float64 // SeatTime's a; >= 0
 }
 
 // New returns a server of true capacity c (> 0).
@@ -73,7 +68,7 @@ func (v *Server) SetCapacity(c int) {
 }
 
 // SetThrash makes the server thrash past its capacity by a factor a >= 0
-// (see Thrashed); 0, the default, is a server that does C and no less
+// (SeatTime's a); 0, the default, is a server that does C and no less
 // however many jobs it runs.
 func (v *Server) SetThrash(a float64) {
 	v.mu.Lock()
@@ -99,7 +94,7 @@ func (v *Server) Serve(base time.Duration) time.Duration {
 func (v *Server) ServeContext(ctx context.Context, base time.Duration) (time.Duration, error) {
 	v.mu.Lock()
 	v.running++
-	d := Thrashed(SeatTime(base, v.running, v.c), v.running, v.c, v.thrash)
+	d := SeatTime(base, v.running, v.c, v.thrash)
 	v.mu.Unlock()
 	defer func() {
 		v.mu.Lock()

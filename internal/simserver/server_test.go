@@ -60,7 +60,7 @@ func TestThrash(t *testing.T) {
 		{8, 0.5, 3 * time.Second},           // 2 × (1 + 0.5·1)
 		{12, 0.25, 4500 * time.Millisecond}, // 3 × (1 + 0.25·2)
 	} {
-		d := Thrashed(SeatTime(time.Second, tc.running, 4), tc.running, 4, tc.a)
+		d := SeatTime(time.Second, tc.running, 4, tc.a)
 		if d != tc.want {
 			t.Errorf("%d running, thrash %v: %v, want %v", tc.running, tc.a, d, tc.want)
 		}
