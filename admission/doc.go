@@ -368,7 +368,7 @@
 // runs) and within 17 to 19 from 4·C (touching 20 in 8 runs), never 21.
 // On a server that does less in all past C, as one that thrashes does
 // (TestAdaptiveSettlesOnAThrashingServer: simserver.SeatTime, factor 0.3),
-// it settles the same way, at 17 to 18, and keeps 91 to 95 % of C's work
+// it settles the same way, at 17 to 18, and keeps 90 to 95 % of C's work
 // done, where a fixed capacity of 4·C does 53 %; benchmarks/ADAPTIVE.md's
 // thrashing slow disk compares it with the other limiters there.
 //
