@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -58,6 +59,28 @@ var adaptiveFuzzSeeds = [][]byte{
 	append([]byte{0x21, 0x1f, 0x08, 0x07, 0x35, 0x01},
 		[]byte{0, 0x00, 0, 0x08, 0, 0x10, 9, 0x05, 7, 0x03, 9, 0x06, 7, 0x03, 8, 0x31,
 			4, 0x00, 3, 0xc0, 10, 0x03, 6, 0x00, 7, 0x8a, 5, 0x00}...),
+	steadyThenSlowDisk(),
+}
+
+// steadyThenSlowDisk is a seed input that reaches explainFall: Min 1, Max
+// 16, Initial 4, C 4, ProbeInterval 10, no pressure; sixteen arrivals,
+// then 100 rounds of an arrival and a completion at the simulated
+// server's seat time, long enough for the probes to go quiet, then the
+// server's capacity halves under 83 more. (Random inputs seldom hold the
+// server steady for so long: one in 300 or none reached it.)
+func steadyThenSlowDisk() []byte {
+	b := []byte{0x00, 0x0f, 0x03, 0x03, 0x00, 0x45}
+	for i := range 16 {
+		b = append(b, 0, byte(i%8|i/8<<3)) // key k(i%8), job ID r(i/8)
+	}
+	for i := range 100 {
+		b = append(b, 0, byte(i%8|i*3%8<<3), 3, byte(i*7%64))
+	}
+	b = append(b, 11, 0) // C halves
+	for i := range 83 {
+		b = append(b, 0, byte(i%8|i*5%8<<3), 3, byte(i*11%64))
+	}
+	return b
 }
 
 // The seat times a completion may be given besides the simulated
@@ -390,9 +413,9 @@ func (d *adaptiveDriver) drain() {
 	}
 }
 
-// TestAdaptiveRandomSequences runs FuzzAdaptive's driver on random inputs,
-// most of them floods of arrivals answered at the simulated server's seat
-// times, and checks that together they reach every part of the controller
+// TestAdaptiveRandomSequences runs FuzzAdaptive's driver on its seed
+// inputs and 300 random ones, most of them floods of arrivals answered at
+// the simulated server's seat times, and checks that together they reach every part of the controller
 // the fuzz target means to test: each reason of a capacity change, a
 // probe, a fall of the limit after the probes went quiet (which the next
 // probe explains or not: explainFall), and queue-delay shedding. (A fuzz
@@ -400,8 +423,11 @@ func (d *adaptiveDriver) drain() {
 func TestAdaptiveRandomSequences(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var total adaptiveFuzzRun
-	for i := range 300 {
-		data := randomAdaptiveInput(r)
+	inputs := slices.Clone(adaptiveFuzzSeeds)
+	for range 300 {
+		inputs = append(inputs, randomAdaptiveInput(r))
+	}
+	for i, data := range inputs {
 		var run adaptiveFuzzRun
 		ok := t.Run(fmt.Sprint(i), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { run = runAdaptiveFuzz(t, data) })
@@ -418,11 +444,11 @@ func TestAdaptiveRandomSequences(t *testing.T) {
 	}
 	for i, n := range total.changes {
 		if n == 0 {
-			t.Errorf("no capacity change for reason %q in 300 inputs", capacityReasons[i])
+			t.Errorf("no capacity change for reason %q in %d inputs", capacityReasons[i], len(inputs))
 		}
 	}
 	if !total.probes || !total.fell || total.shed == 0 {
-		t.Errorf("300 inputs: a probe ran %v, a fall brought one on %v, %d shed", total.probes, total.fell, total.shed)
+		t.Errorf("%d inputs: a probe ran %v, a fall brought one on %v, %d shed", len(inputs), total.probes, total.fell, total.shed)
 	}
 	t.Logf("capacity changes by reason %v: %v; shed %d", capacityReasons, total.changes, total.shed)
 }
