@@ -170,7 +170,7 @@ type CapacityChange struct {
 type AdaptiveSnapshot struct {
 	Limit     float64          // the controller's limit before rounding; Snapshot.Capacity is it rounded
 	Min, Max  int              // the bounds now (AdaptiveConfig's, or SetAdaptiveBounds')
-	Inflation float64          // short-term mean inflation of the samples (1 = jobs take their reference time)
+	Inflation float64          // short-term (geometric) mean inflation of the samples (1 = jobs take their reference time)
 	Baseline  float64          // inflation of jobs seen at no more load than their reference's: the noise level
 	Noise     float64          // how a job's seat time varies at a given load: the standard deviation of its log (about 0 where times do not vary)
 	Samples   uint64           // completions that fed the controller
@@ -184,9 +184,9 @@ type AdaptiveSnapshot struct {
 // Scheduler.mu (SetAdaptiveBounds); every other field is guarded by it too.
 //
 // Invariants: cfg.Min <= limit <= cfg.Max; Scheduler.cfg.Capacity ==
-// seatsOf(limit); every float is finite, baseline > 0 and the averages,
-// counts of rounds and limits >= 0 (a NaN would compare false both ways
-// and round to Min); hist[(histAt+i) % CapacityHistory] for i < histN are
+// seatsOf(limit); every float is finite, baseline and short > 0 (they
+// move in log), and the other averages, counts of rounds and limits >= 0
+// (a NaN would compare false both ways and round to Min); hist[(histAt+i) % CapacityHistory] for i < histN are
 // the last histN changes, oldest first, each from where the one before
 // left the capacity to another value, the last to Scheduler.cfg.Capacity
 // (their times need not be in order: see CapacityChange.Time).
@@ -195,9 +195,9 @@ type AdaptiveSnapshot struct {
 type adaptive struct {
 	cfg      AdaptiveConfig
 	limit    float64
-	short    float64 // EMA of sample inflation over about one round (limit samples)
+	short    float64 // EMA in log of sample inflation over about one round (limit samples)
 	load     float64 // EMA of the same samples' loads (job.load), with short's weights
-	baseline float64 // EMA of the inflation of samples at or below their reference's load; a probe may re-anchor it
+	baseline float64 // EMA in log of the inflation of samples at or below their reference's load; a probe may re-anchor it
 	noise    float64 // EMA of the variance of a job's log seat time at a given load (noteNoise)
 	calm     float64 // rounds (a sample adds 1/limit) since short was last above sqrt(Tolerance)·baseline (not probing)
 	samples  uint64
@@ -224,9 +224,9 @@ type adaptive struct {
 	// the probes had gone quiet before it, to the verdict of the probe it
 	// brings on; anchor > 0 is the mean inflation of such a probe, waiting
 	// to become the baseline. While probing, probeLeft is the samples of
-	// jobs admitted under the probe's limit still to come, and probeSum and
-	// probeLog the sum of the inflation of the probeN that came and of its
-	// log (probeSum >= 0, probeN >= 0).
+	// jobs admitted under the probe's limit still to come, and probeLog the
+	// sum of the log inflation of the probeN of those that came and took
+	// time (probeN >= 0).
 	sinceProbe float64
 	probeEvery float64
 	mark       float64
@@ -235,7 +235,6 @@ type adaptive struct {
 	probing    bool
 	saved      float64
 	probeLeft  int
-	probeSum   float64
 	probeLog   float64
 	probeN     int
 

@@ -166,7 +166,8 @@ func TestAdaptiveHistoryBounded(t *testing.T) {
 }
 
 // TestUpdateRef: a reference is replaced by an observation at a lower
-// load, moved by the cost EMA's alpha at the same load, and left alone at
+// load, moved by the cost EMA's alpha in log at the same load (a geometric
+// mean: 2 and then 4 give 2·2^0.3), and left alone at
 // a higher load (where congestion may explain the longer time).
 func TestUpdateRef(t *testing.T) {
 	e := &costEntry{}
@@ -176,12 +177,12 @@ func TestUpdateRef(t *testing.T) {
 		ref     float64
 		refLoad int32
 	}{
-		{2, 8, 2, 8},    // first: taken
-		{4, 8, 2.6, 8},  // same load: moved by 0.3
-		{10, 9, 2.6, 8}, // higher load: kept
-		{1, 12, 2.6, 8}, // higher load, even when faster: kept
-		{3, 4, 3, 4},    // lower load: replaced, even when slower
-		{2, 4, 2.7, 4},  // same load again
+		{2, 8, 2, 8},                       // first: taken
+		{4, 8, 2 * math.Pow(2, 0.3), 8},    // same load: moved by 0.3 in log (2.46)
+		{10, 9, 2 * math.Pow(2, 0.3), 8},   // higher load: kept
+		{1, 12, 2 * math.Pow(2, 0.3), 8},   // higher load, even when faster: kept
+		{3, 4, 3, 4},                       // lower load: replaced, even when slower
+		{2, 4, 3 * math.Pow(2./3, 0.3), 4}, // same load again (2.66)
 	} {
 		e.updateRef(st.obs, st.load, 0.3, 0)
 		if math.Abs(e.ref-st.ref) > 1e-9 || e.refLoad != st.refLoad {
@@ -242,21 +243,22 @@ func lockedAdaptive(t *testing.T, initial int) (*Scheduler, *adaptive) {
 }
 
 // TestAdaptiveZeroSeatTimes: jobs that take no time at all (a handler that
-// does not block, in a synctest bubble) leave the limit a number: a probe
-// whose jobs all took none, while short is 0 (at a limit of 1 seat a
-// sample is all of short), does not anchor the baseline at 0, and the next
-// sample's target is not 0/0.
+// does not block, in a synctest bubble) have no log inflation, so they
+// move none of the controller's geometric averages: a probe whose jobs all
+// took none ends, sound, and anchors nothing, and a completion of no time
+// leaves short and the baseline as they were, so the target stays a number.
 func TestAdaptiveZeroSeatTimes(t *testing.T) {
 	s, a := lockedAdaptive(t, 1)
-	a.short, a.probing, a.saved, a.probeLeft = 0, true, 1, 1
-	s.stepLocked(true, &job{probed: true}, 0, 1) // the probe's last job, and its verdict: m = 0
-	if a.probing || a.baseline != 1 {
-		t.Fatalf("after the probe: probing %v, baseline %v (want false and 1)", a.probing, a.baseline)
+	a.probing, a.saved, a.probeLeft = true, 1, 1
+	s.stepLocked(true, &job{probed: true}, 0, 1) // the probe's last job, and its verdict
+	if a.probing || a.baseline != 1 || a.probeEvery != DefaultAdaptiveProbeInterval {
+		t.Fatalf("after the probe: probing %v, baseline %v, next in %v rounds (want false, 1 and %d)",
+			a.probing, a.baseline, a.probeEvery, DefaultAdaptiveProbeInterval)
 	}
-	a.probeEvery = 1e9
-	s.stepLocked(true, &job{}, 2, 1)
-	if math.IsNaN(a.limit) || a.limit < 1 || a.limit > 100 {
-		t.Fatalf("limit %v after a sample, want a number in [1, 100]", a.limit)
+	e := &costEntry{ref: 0.1, refLoad: 1, at: 1}
+	s.sampleLocked(&job{cost: e, load: 1}, 0, 1)
+	if a.short != 1 || a.baseline != 1 || math.IsNaN(a.limit) || a.limit < 1 || a.limit > 100 {
+		t.Fatalf("after a completion of no time: short %v, baseline %v (want 1), limit %v (want a number in [1, 100])", a.short, a.baseline, a.limit)
 	}
 }
 
@@ -393,13 +395,13 @@ func TestAdaptiveReferenceCeiling(t *testing.T) {
 			{"above the ceiling (12.7), lower load, faster: replaced", 14, "r", 14, time.Second, false, [2]float64{1, 14}},
 			{"above the ceiling, lower load, slower: kept", 14, "r", 13, 3 * time.Second, false, [2]float64{1, 14}},
 			{"under the ceiling, lower load, slower: replaced", 14, "r", 12, 3 * time.Second, false, [2]float64{3, 12}},
-			{"under the ceiling, same load: moved by alpha", 14, "r", 12, time.Second, false, [2]float64{2.4, 12}},
+			{"under the ceiling, same load: moved by alpha in log", 14, "r", 12, time.Second, false, [2]float64{3 * math.Pow(1./3, 0.3), 12}},
 			{"first, above the ceiling: not taken", 14, "q", 14, time.Second, false, [2]float64{0, 0}},
 			{"then under it: taken", 14, "q", 5, time.Second, false, [2]float64{1, 5}},
 			{"above the ceiling (3.6), lower load, slower: kept", 4, "q", 4, 2 * time.Second, false, [2]float64{1, 5}},
 			{"the same once a probe found the references stale: replaced", 4, "q", 4, 2 * time.Second, true, [2]float64{2, 4}},
 			{"taken since that verdict: slower at a lower load above the ceiling, kept", 3, "q", 3, 3 * time.Second, false, [2]float64{2, 4}},
-			{"same load above the ceiling (10.9): kept, stale or not", 12, "r", 12, time.Second, true, [2]float64{2.4, 12}},
+			{"same load above the ceiling (10.9): kept, stale or not", 12, "r", 12, time.Second, true, [2]float64{3 * math.Pow(1./3, 0.3), 12}},
 		} {
 			must(t, s.SetAdaptiveBounds(st.limit, st.limit)) // the limit is st.limit
 			must(t, s.SetAdaptiveBounds(1, st.limit))        // and Min 1 (the ceiling's floor)

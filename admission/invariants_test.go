@@ -70,7 +70,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			value float64
 			least float64 // the value is at least this
 		}{
-			{"limit", a.limit, float64(a.cfg.Min)}, {"short", a.short, 0}, {"load", a.load, 0}, {"baseline", a.baseline, math.SmallestNonzeroFloat64},
+			{"limit", a.limit, float64(a.cfg.Min)}, {"short", a.short, math.SmallestNonzeroFloat64}, {"load", a.load, 0}, {"baseline", a.baseline, math.SmallestNonzeroFloat64},
 			{"noise", a.noise, 0}, {"calm", a.calm, 0}, {"sinceProbe", a.sinceProbe, 0}, {"mark", a.mark, 0},
 			{"anchor", a.anchor, 0}, {"saved", a.saved, 0}, {"probeLog", a.probeLog, -math.MaxFloat64},
 		} {
@@ -88,9 +88,9 @@ func (s *Scheduler) checkInvariantsLocked() error {
 				return fmt.Errorf("adaptive: kept change %d of %d, %+v, does not follow on from %+v (capacity %d)", i, len(kept), c, prev, s.cfg.Capacity)
 			}
 		}
-		if a.probeEvery != minProbeEvery && a.probeEvery != float64(a.cfg.ProbeInterval) || a.probeN < 0 || a.probeSum < 0 {
-			return fmt.Errorf("adaptive: probe every %v rounds (want %d or %d), %d samples summing to %v",
-				a.probeEvery, minProbeEvery, a.cfg.ProbeInterval, a.probeN, a.probeSum)
+		if a.probeEvery != minProbeEvery && a.probeEvery != float64(a.cfg.ProbeInterval) || a.probeN < 0 {
+			return fmt.Errorf("adaptive: probe every %v rounds (want %d or %d), %d samples",
+				a.probeEvery, minProbeEvery, a.cfg.ProbeInterval, a.probeN)
 		}
 	}
 	typeRun := map[*typeState]int{}
