@@ -171,7 +171,7 @@ type AdaptiveSnapshot struct {
 	Limit     float64          // the controller's limit before rounding; Snapshot.Capacity is it rounded
 	Min, Max  int              // the bounds now (AdaptiveConfig's, or SetAdaptiveBounds')
 	Inflation float64          // short-term (geometric) mean inflation of the samples (1 = jobs take their reference time)
-	Baseline  float64          // inflation of jobs seen at no more load than their reference's: the noise level
+	Baseline  float64          // (geometric) mean inflation of jobs seen at no more load than their reference's: the noise level
 	Noise     float64          // how a job's seat time varies at a given load: the standard deviation of its log (about 0 where times do not vary)
 	Samples   uint64           // completions that fed the controller
 	Weak      uint64           // completions that did not (no reference yet for their type and job ID)
@@ -186,12 +186,12 @@ type AdaptiveSnapshot struct {
 // Invariants: cfg.Min <= limit <= cfg.Max; Scheduler.cfg.Capacity ==
 // seatsOf(limit); every float is finite, baseline and short > 0 (they
 // move in log), and the other averages, counts of rounds and limits >= 0
-// (a NaN would compare false both ways and round to Min); hist[(histAt+i) % CapacityHistory] for i < histN are
-// the last histN changes, oldest first, each from where the one before
-// left the capacity to another value, the last to Scheduler.cfg.Capacity
-// (their times need not be in order: see CapacityChange.Time).
-// checkInvariantsLocked checks them
-// (FuzzAdaptive drives it).
+// (a NaN would compare false both ways and round to Min);
+// hist[(histAt+i) % CapacityHistory] for i < histN are the last histN
+// changes, oldest first, each from where the one before left the capacity
+// to another value, the last to Scheduler.cfg.Capacity (their times need
+// not be in order: see CapacityChange.Time). checkInvariantsLocked checks
+// them (FuzzAdaptive drives it).
 type adaptive struct {
 	cfg      AdaptiveConfig
 	limit    float64
