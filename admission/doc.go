@@ -540,10 +540,10 @@
 //     ID) pairs rarely repeat: the controller has next to no signal and the
 //     limit stays where it is (a job ID names a resource for conflicts too,
 //     so do not coarsen it for the controller's sake); there a fixed
-//     capacity, or a PressureSource, serves better. Noise is how much seat times vary by themselves (the
-//     standard deviation of their log): near 0 the limit settles at about
-//     Tolerance·C; at 0.5, benchmarks/adaptive's noisy scenario, well above
-//     it (above).
+//     capacity, or a PressureSource, serves better. Noise is how much seat
+//     times vary by themselves (the standard deviation of their log): near
+//     0 the limit settles at about Tolerance·C; at 0.5, benchmarks/adaptive's
+//     noisy scenario, well above it (above).
 //   - fairseat.seats.limit.changes counts the changes by reason: increase
 //     and decrease are the control law's, probe comes in pairs (halve,
 //     restore) about every ProbeInterval rounds once the references are
