@@ -330,16 +330,19 @@
 // than its reference, by more than chance (refChance: two standard
 // deviations of one sample's log inflation, about 0 where seat times do not
 // vary), measures a reference taken under congestion, not noise, and is
-// left out of it. The averages of x (short, the baseline, a probe's m, and
-// a reference at its load) are geometric, moved in log: a job's seat time
-// and its reference's each vary, and for a sound reference the log of
-// their ratio varies about 0 whatever the spread, where their plain ratio
-// averages e^noise and more (about 1.28 at a log-normal spread of 0.5), so
-// that noise read as inflation in one average and not in another. A job of
-// no measurable time has no log and moves none of them. A round is about limit samples, so a round
-// moves the limit Smoothing of the way to target, and the limit settles
-// where jobs take Tolerance times their references: on a server whose seat
-// times are flat up to a capacity C and grow past it, at about Tolerance·C.
+// left out of it. The averages (short, the baseline, a probe's m, and a
+// reference's seat time at its own load) are geometric, moved in log: a
+// job's seat time and its reference's each vary, and for a sound reference
+// the log of their ratio varies about 0 whatever the spread, where their
+// plain ratio averages more than 1 by an amount that depends on how the
+// reference was taken (e^noise, 1.28 at a log-normal spread of 0.5, when
+// it is one seat time), so plain means read noise as inflation, and by
+// different amounts in different averages. A job of
+// no measurable time has no log and moves none of them. A round is about
+// limit samples, so a round moves the limit Smoothing of the way to
+// target, and the limit settles where jobs take Tolerance times their
+// references: on a server whose seat times are flat up to a capacity C
+// and grow past it, at about Tolerance·C.
 // The other rules, and why:
 //   - implied is taken at the samples' own load, not at the limit: a sample
 //     reports at its end the load at its admission, so the samples trail
