@@ -492,7 +492,8 @@
 // sinks with them, so the limit falls on below C for a few seconds until
 // a probe re-anchors it. In 150 runs of the noisy slow disk, 4 lose more
 // than 0.5 % of the capacity-seconds that way; the worst does 98.7 % of
-// the best fixed capacity's goodput (benchmarks/ADMISSION.md, session 21).
+// the best fixed capacity's goodput (a run traced since, 98.4 %;
+// benchmarks/ADMISSION.md, session 21).
 // TestAdaptiveNoisyLevel (adaptive_level_test.go, with
 // -adaptive.level.runs=N) measures the level, the dips and the climb over
 // N different draws of that load.
