@@ -415,11 +415,12 @@ func (d *adaptiveDriver) drain() {
 
 // TestAdaptiveRandomSequences runs FuzzAdaptive's driver on its seed
 // inputs and 300 random ones, most of them floods of arrivals answered at
-// the simulated server's seat times, and checks that together they reach every part of the controller
-// the fuzz target means to test: each reason of a capacity change, a
-// probe, a fall of the limit after the probes went quiet (which the next
-// probe explains or not: explainFall), and queue-delay shedding. (A fuzz
-// target whose driver never got there would pass on anything.)
+// the simulated server's seat times, and checks that together they reach
+// every part of the controller the fuzz target means to test: each reason
+// of a capacity change, a probe, a fall of the limit after the probes went
+// quiet (which the next probe explains or not: explainFall), and
+// queue-delay shedding. (A fuzz target whose driver never got there would
+// pass on anything.)
 func TestAdaptiveRandomSequences(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var total adaptiveFuzzRun

@@ -133,11 +133,12 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 // inflations is not 1 but about e^noise. (m was that plain mean until
 // session 21 of benchmarks/ADMISSION.md; it is now e^ of the mean log, so
 // the bounds and the allowance are held against one figure, and the
-// measurements below were made with the plain m.) Where seat times vary, the mean of a probe's
-// eight or so jobs strays past sqrt(Tolerance) by chance: with a
-// log-normal spread of 0.5, most verdicts found the references stale or
-// congested, probes came every five rounds and, in benchmarks/adaptive's
-// noisy slow disk, cost 6.8 % of the goodput; 0.36 % with two standard
+// measurements below were made with the plain m.) Where seat times vary,
+// the mean of a probe's eight or so jobs strays past sqrt(Tolerance) by
+// chance: with a log-normal spread of 0.5, most verdicts found the
+// references stale or congested, probes came every five rounds and, in
+// benchmarks/adaptive's noisy slow disk, cost 6.8 % of the goodput; 0.36
+// % with two standard
 // errors of chance around m = 1. But held against 1, an m of about e^noise
 // still read noise as stale references now and then, which brings the
 // next probe within five rounds: started at Min, the limit took a median

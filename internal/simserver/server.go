@@ -42,10 +42,7 @@ func SeatTime(base time.Duration, running, c int, a float64) time.Duration {
 		return base
 	}
 	d := float64(base) * float64(running) / float64(c)
-	if a > 0 {
-		d *= 1 + a*(float64(running)/float64(c)-1)
-	}
-	return time.Duration(d)
+	return time.Duration(d * (1 + a*(float64(running)/float64(c)-1)))
 }
 
 // Server is the simulated server. It is safe for concurrent use; its zero
