@@ -60,7 +60,7 @@ func TestDiagnose(t *testing.T) {
 // timeline writes r's completed work split by where it was done, and the
 // seconds in which r lost most.
 func timeline(b *strings.Builder, sc Scenario, r Result) {
-	rate := rates(r.ticks, r.jobs)
+	rate := rates(r.ticks)
 	from := int(sc.Warmup / lossTick)
 	window := (sc.Duration - sc.Warmup).Seconds()
 	var opening, closing, capacity float64 // seat-seconds
@@ -68,6 +68,8 @@ func timeline(b *strings.Builder, sc Scenario, r Result) {
 		capacity += float64(r.ticks[i].c) * lossTick.Seconds()
 	}
 	for _, j := range r.jobs {
+		// A job's mean speed: on a shared server it varied while it ran,
+		// so the edges are estimates there.
 		speed := j.base.Seconds() / j.seat.Seconds()
 		if end := j.start + j.seat; j.start < sc.Warmup && end > sc.Warmup {
 			opening += speed * (sc.Warmup - j.start).Seconds()

@@ -58,27 +58,23 @@ func TestReport(t *testing.T) {
 	t.Logf("wrote %s and adaptive.svg", filepath.Join(*reportDir, "ADAPTIVE.md"))
 }
 
-// TestLost: goodput lost at each lossTick is C less the work the running
-// jobs do then, filed by what the limiter was doing; the work done from a
-// tick on is the base time of the jobs in proportion to their seat time
-// from then.
+// TestLost: goodput lost at each lossTick is C less the work the server
+// did in it, filed by what the limiter was doing.
 func TestLost(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	// Work per tick 1.25, 1.5, 0.5 and 0.25 seats (as a job of 20ms at full
+	// speed from 0 and one of 15ms at half speed from 5 to 35ms would do);
+	// lost: 0.75, 0.5, 1.5, 1.75 of 8 seat-ticks.
 	ticks := []lossSample{
-		{c: 2, limit: 1, probing: true}, // [0, 10ms)
-		{c: 2, limit: 1},                // [10, 20ms): below C
-		{c: 2, limit: 2},                // [20, 30ms)
-		{c: 2, limit: 2},                // [30, 40ms)
+		{c: 2, limit: 1, probing: true, work: us(12500)}, // [0, 10ms)
+		{c: 2, limit: 1, work: us(27500)},                // [10, 20ms): below C
+		{c: 2, limit: 2, work: us(32500)},                // [20, 30ms)
+		{c: 2, limit: 2, work: ms(35)},                   // [30, 40ms)
 	}
-	jobs := []served{
-		{start: 0, seat: ms(20), base: ms(20)},      // full speed over the first two ticks
-		{start: ms(5), seat: ms(30), base: ms(15)},  // half speed from 5 to 35ms
-		{start: ms(40), seat: ms(10), base: ms(10)}, // after the run: not counted
-	}
-	// Work per tick: 1.25, 1.5, 0.5, 0.25; lost: 0.75, 0.5, 1.5, 1.75 of 8 seat-ticks.
 	want := Loss{Probing: 0.75 / 8, Below: 0.5 / 8, Other: 3.25 / 8}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
-	rate := rates(ticks, jobs)
+	rate := rates(ticks)
 	if got := done(rate, 0); !near(got, 3.5*ms(10).Seconds()) {
 		t.Errorf("done: %v base seconds, want %v", got, 3.5*ms(10).Seconds())
 	}

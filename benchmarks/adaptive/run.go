@@ -35,6 +35,10 @@ type Scenario struct {
 	// Thrash is how much less the server does in all past C
 	// (simserver.SeatTime's a; 0: it does C however many jobs it runs).
 	Thrash float64
+	// Shared runs a server that shares itself among its jobs
+	// (simserver.NewShared): a job slows down as soon as others join it,
+	// not only when it starts under load.
+	Shared bool
 }
 
 // CapacityAt is the true capacity at el into the run.
@@ -95,9 +99,10 @@ const lossTick = 10 * time.Millisecond
 type Result struct {
 	Name string
 	// Goodput is the work done per second in the measured window, in seats
-	// of base time (at most C: the server does no more): the base time of
-	// every job that ran in the window, in proportion to the part of its
-	// seat time inside it (the rates Loss is computed from).
+	// of base time (at most C, but for the moments where a server of
+	// simserver.New runs jobs started under less load): the base time the
+	// server did in the window (simserver.Server.Work), a job running
+	// across an edge of it counting for the part it did inside.
 	Goodput float64
 	// Completed is the base time of the requests completed in the window,
 	// per second: the measure the report used before Goodput. It counts
@@ -118,23 +123,23 @@ type Result struct {
 	// window, as a fraction of its capacity-seconds (the integral of C),
 	// by what the limiter was doing then (see Loss).
 	Lost Loss
-	// ticks and jobs are what Lost was computed from, for diagnostics
-	// (diagnose_test.go).
+	// ticks are what Lost was computed from, and jobs the jobs the server
+	// ran, for diagnostics (diagnose_test.go).
 	ticks []lossSample
 	jobs  []served
 }
 
 // Loss splits the goodput a run lost against the true capacity: at each
-// lossTick, the capacity C less the base time done per second by the jobs
-// running then (a job of base b and seat time d does b/d seconds of work
-// per second while it runs; past C the server does no more, so the jobs
-// it runs then do C in all). Lost work counts where it happened: while the
+// lossTick, the capacity C less the base time the server did per second
+// in it (simserver.Server.Work: past C the server does no more, so the
+// jobs it runs then do C in all). Lost work counts where it happened: while the
 // limiter probed (it has a Probing method saying so), while its limit was
 // below C otherwise, or at another time (a limit at or above C whose seats
 // are not all busy yet, or whose jobs were admitted at a load that made
 // them slow). Each is a fraction of the window's capacity-seconds; one may
-// be negative where the server did more than C for a moment (jobs started
-// under less load run faster than C allows for the load now).
+// be negative where a server of simserver.New did more than C for a
+// moment (jobs started under less load run faster than C allows for the
+// load now; a shared server never does).
 type Loss struct {
 	Probing, Below, Other float64
 }
@@ -159,6 +164,9 @@ type served struct {
 // does).
 func Run(sc Scenario, name string, l Limiter) (Result, error) {
 	v := simserver.New(sc.C)
+	if sc.Shared {
+		v = simserver.NewShared(sc.C)
+	}
 	v.SetThrash(sc.Thrash)
 	ctx, cancel := context.WithCancel(context.Background())
 	start := time.Now()
@@ -234,7 +242,7 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 		if el%Tick == 0 {
 			r.Limits = append(r.Limits, limit)
 		}
-		ticks = append(ticks, lossSample{c: v.Capacity(), limit: limit, probing: p != nil && p.Probing()})
+		ticks = append(ticks, lossSample{c: v.Capacity(), limit: limit, probing: p != nil && p.Probing(), work: v.Work()})
 	}
 	window := time.Since(from)
 	cancel()
@@ -256,17 +264,20 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 		sum += n
 	}
 	r.MeanLimit = float64(sum) / float64(len(r.Limits)-int(sc.Warmup/Tick))
-	rate := rates(ticks, jobs)
+	rate := rates(ticks)
 	r.Goodput = done(rate, int(sc.Warmup/lossTick)) / window.Seconds()
 	r.Lost = lost(ticks, rate, int(sc.Warmup/lossTick))
 	r.ticks, r.jobs = ticks, jobs
 	return r, nil
 }
 
-// lossSample is the state of a run at the end of a lossTick.
+// lossSample is the state of a run at the end of a lossTick: the true
+// capacity, the limit, whether the limiter probed, and the server's work
+// so far.
 type lossSample struct {
 	c, limit int
 	probing  bool
+	work     time.Duration
 }
 
 // add files x, the goodput lost at tick t, under what the limiter was
@@ -309,17 +320,14 @@ func lost(ticks []lossSample, rate []float64, from int) Loss {
 	return out
 }
 
-// rates is the base seconds of work done per second at each tick by the
-// jobs running then.
-func rates(ticks []lossSample, jobs []served) []float64 {
+// rates is the base seconds of work the server did per second in each
+// tick.
+func rates(ticks []lossSample) []float64 {
 	rate := make([]float64, len(ticks))
-	for _, j := range jobs {
-		speed := float64(j.base) / float64(j.seat)
-		end := j.start + j.seat
-		for i := int(j.start / lossTick); i < len(ticks) && time.Duration(i)*lossTick < end; i++ {
-			lo, hi := max(j.start, time.Duration(i)*lossTick), min(end, time.Duration(i+1)*lossTick)
-			rate[i] += speed * float64(hi-lo) / float64(lossTick)
-		}
+	var before time.Duration
+	for i, t := range ticks {
+		rate[i] = (t.work - before).Seconds() / lossTick.Seconds()
+		before = t.work
 	}
 	return rate
 }

@@ -7,7 +7,10 @@
 // C. It sleeps: use it under testing/synctest. Spread varies a job's base
 // time as a real server's seat times vary from one job to the next, and
 // SetThrash makes a server do less in all past C, as one that thrashes
-// does.
+// does. NewShared is a server that shares itself among the jobs running
+// at every instant, not only at a job's start, so that no moment of
+// running more than C jobs gets more than C seats of work out of it. Work
+// is the work a server has done, counted as its jobs run.
 package simserver
 
 import (
@@ -52,6 +55,19 @@ type Server struct {
 	running int
 	c       int     // true capacity, > 0
 	thrash  float64 // SeatTime's a; >= 0
+
+	// work is the base time done by all jobs up to last, in nanoseconds;
+	// speeds the base time per second the running jobs of a server of
+	// New do together (each its base over its seat time).
+	work   float64
+	speeds float64
+	last   time.Time
+
+	// A shared server (NewShared): the jobs running and the work each
+	// still has to do as of last, and the timer set for the next to end.
+	shared bool
+	shares map[*share]struct{}
+	timer  *time.Timer
 }
 
 // New returns a server of true capacity c (> 0).
@@ -59,18 +75,29 @@ func New(c int) *Server { return &Server{c: c} }
 
 // SetCapacity changes the true capacity (a slow disk); c > 0.
 func (v *Server) SetCapacity(c int) {
+	v.change(func() { v.c = c })
+}
+
+// change makes a change of the server's speed: on a shared server the
+// running jobs' work is brought to now at the old speed first, and the
+// next end is timed at the new one.
+func (v *Server) change(f func()) {
 	v.mu.Lock()
-	v.c = c
-	v.mu.Unlock()
+	defer v.mu.Unlock()
+	if v.shared {
+		v.advanceLocked(time.Now())
+	}
+	f()
+	if v.shared {
+		v.wakeLocked()
+	}
 }
 
 // SetThrash makes the server thrash past its capacity by a factor a >= 0
 // (SeatTime's a); 0, the default, is a server that does C and no less
 // however many jobs it runs.
 func (v *Server) SetThrash(a float64) {
-	v.mu.Lock()
-	v.thrash = a
-	v.mu.Unlock()
+	v.change(func() { v.thrash = a })
 }
 
 // Capacity is the true capacity now.
@@ -78,6 +105,35 @@ func (v *Server) Capacity() int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.c
+}
+
+// Work is the base time of the work the server has done since New: the
+// goodput of the jobs it ran, counted as they ran, including the part done
+// so far of those running now.
+func (v *Server) Work() time.Duration {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.advanceLocked(time.Now())
+	return time.Duration(v.work)
+}
+
+// advanceLocked brings the work done (and on a shared server the work the
+// running jobs still have to do) from last to now, at the speed of the
+// jobs that ran since.
+func (v *Server) advanceLocked(now time.Time) {
+	el := float64(now.Sub(v.last))
+	v.last = now
+	if !v.shared {
+		v.work += el * v.speeds
+		return
+	}
+	if n := len(v.shares); n > 0 {
+		speed := v.speedLocked(n)
+		for sh := range v.shares {
+			sh.left -= el * speed
+		}
+		v.work += el * speed * float64(n)
+	}
 }
 
 // Serve does one job of base time base and returns its seat time, base ×
@@ -89,13 +145,24 @@ func (v *Server) Serve(base time.Duration) time.Duration {
 
 // ServeContext is Serve cut short, with ctx.Err(), if ctx ends first.
 func (v *Server) ServeContext(ctx context.Context, base time.Duration) (time.Duration, error) {
+	if v.shared {
+		return v.serveShared(ctx, base)
+	}
 	v.mu.Lock()
+	v.advanceLocked(time.Now())
 	v.running++
 	d := SeatTime(base, v.running, v.c, v.thrash)
+	speed := float64(base) / float64(d)
+	v.speeds += speed
 	v.mu.Unlock()
 	defer func() {
 		v.mu.Lock()
+		v.advanceLocked(time.Now())
 		v.running--
+		v.speeds -= speed
+		if v.running == 0 {
+			v.speeds = 0 // no rounding left over
+		}
 		v.mu.Unlock()
 	}()
 	t := time.NewTimer(d)

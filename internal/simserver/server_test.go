@@ -106,3 +106,41 @@ func TestSpread(t *testing.T) {
 		t.Errorf("mean %.4f (want 1), log's standard deviation %.4f (want %v)", mean, sd, sigma)
 	}
 }
+
+// TestWork: Work is the base time done, counted as the jobs run, on both
+// kinds of server: three jobs of 1s on C = 2 do 3s of work in all, at
+// 2 seats a second while all three run (on a server of New the third, at
+// 1.5s, runs slower than the others; on a shared one all three do).
+func TestWork(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		v      func() *Server
+		at     time.Duration
+		before time.Duration // done at `at`
+	}{
+		{"New", func() *Server { return New(2) }, 900 * time.Millisecond, 2400 * time.Millisecond}, // 0.9 × (1 + 1 + 2/3)
+		{"NewShared", func() *Server { return NewShared(2) }, 900 * time.Millisecond, 1800 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				v := tc.v()
+				var wg sync.WaitGroup
+				for range 3 {
+					wg.Go(func() { v.Serve(time.Second) })
+				}
+				time.Sleep(tc.at)
+				if w := v.Work(); w != tc.before {
+					t.Errorf("work after %v: %v, want %v", tc.at, w, tc.before)
+				}
+				wg.Wait()
+				if w := v.Work(); w != 3*time.Second {
+					t.Errorf("work after all three: %v, want 3s", w)
+				}
+				time.Sleep(time.Second)
+				if w := v.Work(); w != 3*time.Second {
+					t.Errorf("work after a second idle: %v, want 3s", w)
+				}
+			})
+		})
+	}
+}
