@@ -235,14 +235,16 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 	var ticks []lossSample
 	for el := lossTick; el <= sc.Duration; el += lossTick {
 		time.Sleep(lossTick)
-		if c := sc.CapacityAt(el); c != v.Capacity() {
-			v.SetCapacity(c)
-		}
-		limit := l.Limit()
+		// c is the true capacity during the tick that ended; the next one
+		// may have another.
+		c, limit := v.Capacity(), l.Limit()
+		ticks = append(ticks, lossSample{c: c, limit: limit, probing: p != nil && p.Probing(), work: v.Work()})
 		if el%Tick == 0 {
 			r.Limits = append(r.Limits, limit)
 		}
-		ticks = append(ticks, lossSample{c: v.Capacity(), limit: limit, probing: p != nil && p.Probing(), work: v.Work()})
+		if next := sc.CapacityAt(el); next != c {
+			v.SetCapacity(next)
+		}
 	}
 	window := time.Since(from)
 	cancel()
@@ -271,9 +273,9 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 	return r, nil
 }
 
-// lossSample is the state of a run at the end of a lossTick: the true
-// capacity, the limit, whether the limiter probed, and the server's work
-// so far.
+// lossSample is a lossTick of a run: the true capacity during it, and at
+// its end the limit, whether the limiter probed, and the server's work so
+// far.
 type lossSample struct {
 	c, limit int
 	probing  bool
