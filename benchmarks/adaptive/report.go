@@ -20,11 +20,14 @@ type Outcome struct {
 }
 
 // Rounds is how many times a report runs each limiter in each scenario,
-// each time with its own draw of jobs (Scenario.Draw). Five, not three:
+// each time with its own draw of jobs (Scenario.Draw). Eleven, not three:
 // the goodput of the adaptive limiters differs by 0.1 to 0.2 %, about as
 // much as one limiter's does from draw to draw (benchmarks/ADMISSION.md,
-// session 18), so a median of three draws can order them either way.
-const Rounds = 5
+// session 18), so a median of three draws can order them either way; and
+// where seat times vary, the order of goroutines alone moved fairseat's
+// median of five draws from 13.08 to 12.99 seats between two runs of the
+// same code (session 22), a run or two of five dipping.
+const Rounds = 11
 
 // Add records the rounds of the next entry.
 func (o *Outcome) Add(rounds []Result) {
@@ -284,10 +287,14 @@ jobs the server runs at its start and C its true capacity. Past C the server doe
 job only takes longer, so a limit above C adds latency and no goodput, and one below C wastes seats;
 but a job's seat time is fixed when it starts, so a job started just before the load rose is not
 slowed by the jobs started after it, and for a moment a limiter running more than C jobs does more
-than C seats of work (a negative share in the second table of each scenario). In the last scenario
-the server thrashes past C (simserver.SeatTime): it does less than C in all, the less the more jobs
-it runs, as a real server given more work than fits its caches, memory or locks does, so that a
-limit above C costs goodput as well as latency.
+than C seats of work (a negative share in the second table of each scenario). In the thrashing slow
+disk the server thrashes past C (simserver.SeatTime): it does less than C in all, the less the more
+jobs it runs, as a real server given more work than fits its caches, memory or locks does, so that a
+limit above C costs goodput as well as latency. In the shared slow disk the server shares itself
+among the jobs running at every instant, as a CPU or a disk does (simserver.NewShared): each runs at
+base/SeatTime of the jobs running now, so a job slows down as soon as others join it; at a steady
+load its seat times are the same, but running more than C jobs never does more than C seats of work,
+not even for a moment.
 The load: a flood of closed loops (six times C, more than the server can serve) and a light client,
 over 100 repositories, a tenth of the requests to one of 20 heavy ones (300 ms of base time), the rest
 to light ones (30 to 70 ms). In all but the noisy scenario every job of a repository takes its base time;
@@ -311,9 +318,9 @@ settles, reached with no delay and no probe, the goodput of a limiter that holds
 The late oracle is the same, set 0.1 s after C changes (OracleLate in limiters.go: about when the
 first completions of jobs started after the change reach a limiter): the goodput of a limiter that
 holds to C and learns it from its completions, as the adaptive ones do, with no delay of its own.
-Columns: goodput is the base time of the work done per second in the measured window, in seats (C,
-but for the moments above), a job running across an edge of the window counting for the part of its
-seat time inside it (not whole or not at all, as it would if goodput counted the requests completed
+Columns: goodput is the base time of the work the server did per second in the measured window, in
+seats (C, but for the moments above), a job running across an edge of the window counting for the
+part of its work done inside it (not whole or not at all, as it would if goodput counted the requests completed
 in the window: that measure strays by what is in flight at either edge); latency is from the request to its end (wait and seat time) over both clients; the light
 client's p99 wait is its wait for a seat; the mean limit is over the measured window. The goal
 (issue 16): goodput within 5% of the best fixed capacity, p99 within 1.5× of it, and ahead of every

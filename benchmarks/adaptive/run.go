@@ -83,9 +83,20 @@ func ThrashingSlowDisk(d time.Duration) Scenario {
 	return sc
 }
 
+// SharedSlowDisk is SlowDisk on a server that shares itself among the
+// jobs running at every instant (simserver.NewShared), as a CPU or a disk
+// does: a job slows down as soon as others join it, not only when it
+// starts under load, so no moment of running more than C jobs does more
+// than C seats of work.
+func SharedSlowDisk(d time.Duration) Scenario {
+	sc := SlowDisk(d)
+	sc.Name, sc.Shared = "shared slow disk", true
+	return sc
+}
+
 // Scenarios are the report's scenarios, d long each.
 func Scenarios(d time.Duration) []Scenario {
-	return []Scenario{Steady(d), SlowDisk(d), NoisySlowDisk(d), ThrashingSlowDisk(d)}
+	return []Scenario{Steady(d), SlowDisk(d), NoisySlowDisk(d), ThrashingSlowDisk(d), SharedSlowDisk(d)}
 }
 
 // Tick is how often a run records the limit (Result.Limits).
