@@ -234,6 +234,32 @@ func TestAdaptiveSettlesOnAThrashingServer(t *testing.T) {
 	}
 }
 
+// TestAdaptiveSettlesOnASharedServer: on a server that shares itself among
+// its jobs at every instant (simserver.NewShared, as a CPU or a disk does),
+// the limit settles as it does on one that fixes a seat time at the job's
+// start, from the floor and from the true capacity. From far above C it
+// does not (the package doc, "Adaptive capacity": a shared server, and
+// benchmarks/ADMISSION.md, session 22), which this test leaves out.
+func TestAdaptiveSettlesOnASharedServer(t *testing.T) {
+	const c = 16
+	for _, initial := range []int{c, 1} {
+		t.Run(fmt.Sprintf("initial=%d", initial), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: initial})
+				load := []simClient{{key: "a", loops: 6 * c, job: simRepos(200*time.Millisecond, constant(0.1))}}
+				const d = 40 * time.Second
+				res := simRun(t, s, simserver.NewShared(c), load, d, nil, nil)
+				at, lo, hi := res.settling(0, len(res.limits), c, 0.25)
+				t.Logf("C=%d from %d: settled at %v, then limit in [%d, %d] out of probes; goodput %.2f of %d; limits every second: %v",
+					c, initial, tickTime(at), lo, hi, res.goodput(d), c, everySecond(res.limits))
+				if at < 0 || tickTime(at) > 15*time.Second {
+					t.Errorf("limit not within ±25%% of %d from 15s on: settled at %v", c, tickTime(at))
+				}
+			})
+		})
+	}
+}
+
 // everySecond is every tenth limit, for logs.
 func everySecond(limits []int) []int {
 	var out []int

@@ -386,6 +386,30 @@
 // done, where a fixed capacity of 4·C does 53 %; benchmarks/ADAPTIVE.md's
 // thrashing slow disk compares it with the other limiters there.
 //
+// A server that shares itself among its jobs at every instant, as a CPU or
+// a disk does (simserver.NewShared: a job slows down as soon as others join
+// it, not only when it starts under load), is a known limit of this design.
+// A job's load is the seats in use just after its admission, which is what
+// sets its seat time only where the server fixes it at the start. From a
+// limit at or below C the two servers do not differ: from Initial = C and
+// from the floor the limit settles at 18 for C = 16, from the floor in
+// 3.9 s (5.2 s at most; TestAdaptiveSettlesOnASharedServer, 30 runs of
+// each), and in benchmarks/ADAPTIVE.md's shared slow disk (Initial 20) it
+// keeps 99.9 % of the best fixed capacity's goodput. From far above C it
+// does not settle: the Initial jobs admitted at once at New are counted at
+// loads 1 to Initial while all of them run together, so those under the
+// ceiling take references that are congested but read as taken at a low
+// load, and no later completion at a lower load replaces them. From 4·C
+// the mean limit from 10 s was 26 to 50 seats (30 runs; 18 where the
+// server fixes seat times at the start), from 2·C about 20, and even from
+// 1.25·C three runs in ten were above 20 at times after 15 s. Counting a job's load as
+// the mean of the seats in use while it ran (or the seats at its admission,
+// if more) settles it from 4·C in 8 to 12 s, but under noisy seat times it
+// lowers the level and brings back dips below C (benchmarks/ADMISSION.md,
+// session 22: seven variants, none kept). So on such a server, start at or
+// below the capacity you expect: Initial = Min (the default) or the last
+// steady limit.
+//
 // Probes (probe.go). The ceiling keeps references sound once the limit sits
 // near Tolerance·C, but the limit starts wherever Initial puts it, and the
 // references of jobs that all got dearer (a deploy) are too low at every
@@ -540,7 +564,10 @@
 //   - Initial is where a new process starts, Config.Capacity if set, else
 //     Min. References are not saved (see the signal above), so after a
 //     restart the limit moves only once completions have taken some again:
-//     the last steady value of fairseat.seats.limit is a good Initial.
+//     the last steady value of fairseat.seats.limit is a good Initial. Do
+//     not start far above the capacity you expect: on a server that shares
+//     itself among its jobs, the limit does not come down from there (see
+//     "A server that shares itself" above).
 //   - Snapshot's Adaptive (the debug page's "Adaptive capacity" line) says
 //     what the controller reads. Inflation near Baseline is a server that
 //     keeps up. Weak much larger than Samples is a workload whose (type, job
