@@ -404,7 +404,7 @@
 // server fixes seat times at the start), from 2·C about 20 (above 20 at
 // times after 15 s in 29 runs of 30), and from 1.25·C in 3 runs of 30. Counting a job's load as
 // the mean of the seats in use while it ran (or the seats at its admission,
-// if more) settles it from 4·C in 8 to 12 s, but under noisy seat times it
+// if more) settles it from 4·C within 12 s, but under noisy seat times it
 // lowers the level and brings back dips below C (benchmarks/ADMISSION.md,
 // session 22: seven variants, none kept). So on such a server, start at or
 // below the capacity you expect: Initial = Min (the default) or the last
