@@ -137,7 +137,8 @@ func (v *Server) advanceLocked(now time.Time) {
 }
 
 // Serve does one job of base time base and returns its seat time, base ×
-// max(1, running/C) (made longer by SetThrash's factor past C).
+// max(1, running/C) (made longer by SetThrash's factor past C); on a
+// shared server, the time it took as the jobs beside it came and went.
 func (v *Server) Serve(base time.Duration) time.Duration {
 	d, _ := v.ServeContext(context.Background(), base)
 	return d
@@ -152,7 +153,10 @@ func (v *Server) ServeContext(ctx context.Context, base time.Duration) (time.Dur
 	v.advanceLocked(time.Now())
 	v.running++
 	d := SeatTime(base, v.running, v.c, v.thrash)
-	speed := float64(base) / float64(d)
+	var speed float64 // a job of no time does no work
+	if d > 0 {
+		speed = float64(base) / float64(d)
+	}
 	v.speeds += speed
 	v.mu.Unlock()
 	defer func() {

@@ -144,3 +144,22 @@ func TestWork(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkOfNoTime: a job of no base time does no work and takes no time,
+// on both kinds of server.
+func TestWorkOfNoTime(t *testing.T) {
+	for _, v := range []func() *Server{func() *Server { return New(1) }, func() *Server { return NewShared(1) }} {
+		synctest.Test(t, func(t *testing.T) {
+			s := v()
+			if d := s.Serve(0); d != 0 {
+				t.Errorf("a job of no time took %v", d)
+			}
+			if d := s.Serve(time.Second); d != time.Second {
+				t.Errorf("a job of 1s alone took %v", d)
+			}
+			if w := s.Work(); w != time.Second {
+				t.Errorf("work %v, want 1s", w)
+			}
+		})
+	}
+}
