@@ -399,16 +399,16 @@
 // does not settle: the Initial jobs admitted at once at New are counted at
 // loads 1 to Initial while all of them run together, so those under the
 // ceiling take references that are congested but read as taken at a low
-// load, and no later completion at a lower load replaces them. From 4·C
-// the mean limit from 10 s was 27 to 44 seats (30 runs; 18 where the
-// server fixes seat times at the start), from 2·C about 20 (above 20 at
-// times after 15 s in 29 runs of 30), and from 1.25·C in 3 runs of 30. Counting a job's load as
-// the mean of the seats in use while it ran (or the seats at its admission,
-// if more) settles it from 4·C within 12 s, but under noisy seat times it
-// lowers the level and brings back dips below C (benchmarks/ADMISSION.md,
-// session 22: seven variants, none kept). So on such a server, start at or
-// below the capacity you expect: Initial = Min (the default) or the last
-// steady limit.
+// load, and no later completion at a lower load replaces them. From 4·C the
+// mean limit from 10 s was 27 to 44 seats (30 runs; 18 where the server
+// fixes seat times at the start), from 2·C about 20 (above 20 at times
+// after 15 s in 29 runs of 30), and from 1.25·C in 3 runs of 30. Counting a
+// job's load as the mean of the seats in use while it ran (or the seats at
+// its admission, if more) settles it from 4·C within 12 s, but under noisy
+// seat times it lowers the level and brings back dips below C
+// (benchmarks/ADMISSION.md, session 22: seven variants, none kept). So on
+// such a server, start at or below the capacity you expect: Initial = Min
+// (the default) or the last steady limit.
 //
 // Probes (probe.go). The ceiling keeps references sound once the limit sits
 // near Tolerance·C, but the limit starts wherever Initial puts it, and the
@@ -495,17 +495,16 @@
 //
 // What noise still costs: the limit settles above Tolerance·C. At a spread
 // of 0.5, a mean of 20.7 seats in benchmarks/ADAPTIVE.md's noisy slow disk
-// where the oracle's is 14.7 (the median of eleven draws of jobs: a p99
-// of 1.40 s against 1.35 s at C fixed, for 99.7 % of its goodput; medians
-// of 20 draws, 20.1 to 21.2 seats and 1.41 to 1.43 s), and for C = 16 a
-// median of 23 to 24 seats from Initial = 4·C and 22.5 from Min (p10 to
-// p90: 20 to 29) in TestAdaptiveNoisyLevel, which it follows when C
-// halves. The cause is
-// which samples the baseline keeps. Its ceiling is limit/Tolerance, which
-// is above C once the limit is above Tolerance·C, so its samples include
-// congestion and the baseline rises with the limit: every level above
-// Tolerance·C is close to self-consistent, and a round's mean strays by
-// more than the tolerance at this spread, which no rule on the baseline
+// where the oracle's is 14.7 (the median of eleven draws of jobs: a p99 of
+// 1.40 s against 1.35 s at C fixed, for 99.7 % of its goodput; medians of
+// 20 draws, 20.1 to 21.2 seats and 1.41 to 1.43 s), and for C = 16 a median
+// of 23 to 24 seats from Initial = 4·C and 22.5 from Min (p10 to p90: 20 to
+// 29) in TestAdaptiveNoisyLevel, which it follows when C halves. The cause
+// is which samples the baseline keeps. Its ceiling is limit/Tolerance,
+// which is above C once the limit is above Tolerance·C, so its samples
+// include congestion and the baseline rises with the limit: every level
+// above Tolerance·C is close to self-consistent, and a round's mean strays
+// by more than the tolerance at this spread, which no rule on the baseline
 // alone can mend. Plain means, with the lower tail of the noise cut at
 // 1/Tolerance whatever the spread, read more of the noise as inflation in
 // the baseline (its median at 40 s in TestAdaptiveNoisyLevel 1.83 and 1.55
@@ -514,8 +513,8 @@
 // TestAdaptiveNoisyLevel (benchmarks/ADMISSION.md, sessions 15 to 17 and
 // 21). The same high level costs, now and then, a dip: references taken
 // above C read as congested ones once the limit falls, and the baseline
-// sinks with them, so the limit falls on below C for a few seconds until
-// a probe re-anchors it. In 150 runs of the noisy slow disk's first five
+// sinks with them, so the limit falls on below C for a few seconds until a
+// probe re-anchors it. In 150 runs of the noisy slow disk's first five
 // draws of jobs, 4 lose more than 0.5 % of the capacity-seconds that way;
 // the worst does 98.7 % of the best fixed capacity's goodput (a run traced
 // since, 98.4 %; benchmarks/ADMISSION.md, session 21). Over 20 draws the

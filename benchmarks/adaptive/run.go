@@ -141,16 +141,16 @@ type Result struct {
 }
 
 // Loss splits the goodput a run lost against the true capacity: at each
-// lossTick, the capacity C less the base time the server did per second
-// in it (simserver.Server.Work: past C the server does no more, so the
-// jobs it runs then do C in all). Lost work counts where it happened: while the
+// lossTick, the capacity C less the base time the server did per second in
+// it (simserver.Server.Work: past C the server does no more, so the jobs it
+// runs then do C in all). Lost work counts where it happened: while the
 // limiter probed (it has a Probing method saying so), while its limit was
 // below C otherwise, or at another time (a limit at or above C whose seats
 // are not all busy yet, or whose jobs were admitted at a load that made
 // them slow). Each is a fraction of the window's capacity-seconds; one may
-// be negative where a server of simserver.New did more than C for a
-// moment (jobs started under less load run faster than C allows for the
-// load now; a shared server never does).
+// be negative where a server of simserver.New did more than C for a moment
+// (jobs started under less load run faster than C allows for the load now;
+// a shared server never does).
 type Loss struct {
 	Probing, Below, Other float64
 }
