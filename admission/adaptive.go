@@ -230,6 +230,7 @@ type adaptive struct {
 	sinceProbe float64
 	probeEvery float64
 	mark       float64
+	floor      float64 // the least a congested step cuts to (see floorLocked); 0 = none
 	fell       bool
 	anchor     float64
 	probing    bool
@@ -273,7 +274,8 @@ func (a *adaptive) seatsOf(limit float64) int {
 //	implied = load · Tolerance · baseline / short
 //	target  = max(implied·e^se, limit/2)     if congested (se: shortError,
 //	                                         about 0 where seat times do not
-//	                                         vary)
+//	                                         vary), and at least the floor
+//	                                         of the last sound probe
 //	        = limit + Headroom·sqrt(limit)   otherwise, at most implied if
 //	          x > sqrt(Tolerance)·baseline, at least fastGrowth · limit
 //	          if calm >= 1 round
@@ -312,6 +314,11 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 		// Where seat times vary, a round's short strays by chance: the
 		// cut goes only as far as short one standard error lower implies.
 		target = max(0.5*a.limit, implied*math.Exp(a.shortError()))
+		if a.floor > 0 && target < a.floor && a.limit > a.floor {
+			// Below the load the last sound probe found the server
+			// keeping up at, only a probe may take the limit (floorLocked).
+			target, a.probeEvery = a.floor, minProbeEvery
+		}
 		if target >= a.limit {
 			return // already below where its samples put it
 		}

@@ -344,6 +344,59 @@ func TestAdaptiveSoundAfterStale(t *testing.T) {
 	}
 }
 
+// TestAdaptiveFloor: a probe that finds the references sound sets a floor
+// at its own limit less Tolerance; a congested step cuts no lower than it
+// while the limit is above it, and brings the next probe within
+// minProbeEvery rounds; a probe that finds them stale or congested clears
+// it; a limit already under it (pressure) is cut as before.
+func TestAdaptiveFloor(t *testing.T) {
+	s, a := lockedAdaptive(t, 20)
+	probe := func(x float64) {
+		a.short, a.baseline = x, x
+		s.startProbeLocked(s.now())
+		for a.probing {
+			s.probeSampleLocked(&job{probed: true}, x, s.now())
+		}
+	}
+	probe(1) // sound, at 10 seats
+	if want := 10 / a.cfg.Tolerance; math.Abs(a.floor-want) > 1e-9 || a.limit != 20 {
+		t.Fatalf("after a sound probe from 20: floor %v, limit %v; want %v and 20", a.floor, a.limit, want)
+	}
+	// Congested threefold at 20: the target would be 10 (halved); the
+	// floor is 9.09, so the cut is as before.
+	a.limit, a.load, a.short, a.baseline, a.mark, a.probeEvery = 20, 20, 3, 1, 20, 1e9
+	s.stepLocked(true, &job{}, 3, 1)
+	if want := 20 + 0.5/20*(10-20); math.Abs(a.limit-want) > 1e-9 || a.probeEvery != 1e9 {
+		t.Fatalf("cut above the floor: limit %v, next probe in %v rounds; want %v and 1e9", a.limit, a.probeEvery, want)
+	}
+	// At 12, congested threefold: the target 6 is under the floor, so 9.09,
+	// and the next probe comes soon.
+	a.limit, a.load, a.mark, a.probeEvery = 12, 12, 12, 1e9
+	s.stepLocked(true, &job{}, 3, 1)
+	if want := 12 + 0.5/12*(a.floor-12); math.Abs(a.limit-want) > 1e-9 || a.probeEvery != minProbeEvery {
+		t.Fatalf("cut stopped by the floor: limit %v, next probe in %v rounds; want %v and %d", a.limit, a.probeEvery, want, minProbeEvery)
+	}
+	// Under the floor already: cut as if there were none.
+	a.limit, a.load, a.mark, a.probeEvery = 8, 8, 8, 1e9
+	s.stepLocked(true, &job{}, 3, 1)
+	if want := 8 + 0.5/8*(4-8); math.Abs(a.limit-want) > 1e-9 {
+		t.Fatalf("cut under the floor: limit %v, want %v", a.limit, want)
+	}
+	// A stale verdict clears the floor, and so does a congested one.
+	for _, x := range []float64{2, 0.5} {
+		a.limit = 20
+		probe(1)
+		probe(1)
+		if a.floor == 0 {
+			t.Fatalf("no floor after two sound probes")
+		}
+		probe(x)
+		if a.floor != 0 {
+			t.Errorf("after a probe of inflation %v: floor %v, want none", x, a.floor)
+		}
+	}
+}
+
 // TestAdaptiveReferenceCeiling: a completion takes or moves a reference
 // only at a load of at most limit/Tolerance (the ceiling), or, above it,
 // when it ran at a lower load than the reference's and faster. Each step

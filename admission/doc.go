@@ -452,6 +452,15 @@
 // so the baseline becomes m; the limit then stops falling on stale
 // references while probes take them again.
 //
+// And a sound verdict sets a floor: the server kept up at the probe's
+// limit, so a congested step cuts no lower than that limit less Tolerance
+// (floorLocked); a step the floor stops brings the next probe within five
+// rounds, and only its verdict takes the limit lower (a server really
+// slower: sound again, at half the limit) or clears the floor (references
+// gone wrong). Where seat times vary, this is what keeps a baseline that
+// sank under the references' noise from taking the limit down to a few
+// seats for seconds (below, "What noise still costs").
+//
 // When the probe a fall brought on finds the references sound, and they had
 // been held sound before it (the probes had gone quiet: while they come
 // every five rounds references are still being taken again, and a verdict
@@ -514,12 +523,13 @@
 // 21). The same high level costs, now and then, a dip: references taken
 // above C read as congested ones once the limit falls, and the baseline
 // sinks with them, so the limit falls on below C for a few seconds until a
-// probe re-anchors it. In 150 runs of the noisy slow disk's first five
-// draws of jobs, 4 lose more than 0.5 % of the capacity-seconds that way;
-// the worst does 98.7 % of the best fixed capacity's goodput (a run traced
-// since, 98.4 %; benchmarks/ADMISSION.md, session 21). Over 20 draws the
-// worst of three runs of each did 96.4 % (session 22): the dips are what
-// puts fairseat's median behind Gradient2's there.
+// probe re-anchors it. Over 20 draws of the noisy slow disk, 16 runs of
+// 150 lost more than 0.5 % of the capacity-seconds that way and the worst
+// did 97.7 % of the best fixed capacity's goodput (three runs of 20 draws:
+// 96.4 %). The floor of a sound probe (above) stops such a fall at about
+// half the limit and brings the probe that re-anchors the baseline: 6
+// runs of 150, the worst 98.4 % (one run of 20 draws since, 97.5 %;
+// benchmarks/ADMISSION.md, session 22).
 // TestAdaptiveNoisyLevel (adaptive_level_test.go, with
 // -adaptive.level.runs=N) measures the level, the dips and the climb over
 // N different draws of that load.
