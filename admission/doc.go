@@ -503,12 +503,12 @@
 //     only as far as short one standard error lower implies (shortError).
 //
 // What noise still costs: the limit settles above Tolerance·C. At a spread
-// of 0.5, a mean of 20.7 seats in benchmarks/ADAPTIVE.md's noisy slow disk
+// of 0.5, a mean of 21.0 seats in benchmarks/ADAPTIVE.md's noisy slow disk
 // where the oracle's is 14.7 (the median of eleven draws of jobs: a p99 of
-// 1.40 s against 1.35 s at C fixed, for 99.7 % of its goodput; medians of
-// 20 draws, 20.1 to 21.2 seats and 1.41 to 1.43 s), and for C = 16 a median
-// of 23 to 24 seats from Initial = 4·C and 22.5 from Min (p10 to p90: 20 to
-// 29) in TestAdaptiveNoisyLevel, which it follows when C halves. The cause
+// 1.39 s against 1.37 s at C fixed, for 99.9 % of its goodput; medians of
+// 20 draws, 20.6 seats and 1.41 s), and for C = 16 a median of 24 seats
+// from Initial = 4·C and 22.6 from Min (p10 to p90: 19.5 to 28.3) in
+// TestAdaptiveNoisyLevel, which it follows when C halves. The cause
 // is which samples the baseline keeps. Its ceiling is limit/Tolerance,
 // which is above C once the limit is above Tolerance·C, so its samples
 // include congestion and the baseline rises with the limit: every level
