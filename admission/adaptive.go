@@ -230,7 +230,7 @@ type adaptive struct {
 	sinceProbe float64
 	probeEvery float64
 	mark       float64
-	floor      float64 // the least a congested step cuts to (see floorLocked); 0 = none
+	floor      float64 // the least a congested step cuts to (see setFloor); 0 = none
 	fell       bool
 	anchor     float64
 	probing    bool
@@ -316,7 +316,7 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 		target = max(0.5*a.limit, implied*math.Exp(a.shortError()))
 		if a.floor > 0 && target < a.floor && a.limit > a.floor {
 			// Below the load the last sound probe found the server
-			// keeping up at, only a probe may take the limit (floorLocked).
+			// keeping up at, only a probe may take the limit (setFloor).
 			target, a.probeEvery = a.floor, minProbeEvery
 		}
 		if target >= a.limit {

@@ -454,7 +454,7 @@
 //
 // And a sound verdict sets a floor: the server kept up at the probe's
 // limit, so a congested step cuts no lower than that limit less Tolerance
-// (floorLocked); a step the floor stops brings the next probe within five
+// (setFloor); a step the floor stops brings the next probe within five
 // rounds, and only its verdict takes the limit lower (a server really
 // slower: sound again, at half the limit) or clears the floor (references
 // gone wrong). Where seat times vary, this is what keeps a baseline that

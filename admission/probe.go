@@ -114,10 +114,10 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	case a.unconfirmed:
 		a.probeEvery = minProbeEvery // sound, but its jobs may be the ones taken again: once more
 		a.unconfirmed = false
-		a.floorLocked()
+		a.setFloor()
 	default:
 		a.probeEvery = float64(a.cfg.ProbeInterval)
-		a.floorLocked()
+		a.setFloor()
 		if a.fell {
 			a.explainFall(m)
 		}
@@ -126,7 +126,7 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	s.setLimitLocked(a.saved, CapacityProbe, now)
 }
 
-// floorLocked sets the floor after a probe found the references sound: the
+// setFloor sets the floor after a probe found the references sound: the
 // server kept up at the probe's limit, so a congested step does not cut the
 // limit below that load (less Tolerance, so that a server that lost half
 // its capacity still settles at Tolerance times the rest, under it). Only a
@@ -147,7 +147,7 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 // scenarios did not move beyond their spread; benchmarks/ADMISSION.md,
 // session 22). A floor at the probe's limit itself did a little more for
 // the noisy runs but cost the thrashing slow disk 0.17 %.
-func (a *adaptive) floorLocked() {
+func (a *adaptive) setFloor() {
 	a.floor = a.saved * probeDepth / a.cfg.Tolerance
 }
 
