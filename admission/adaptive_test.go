@@ -397,6 +397,28 @@ func TestAdaptiveFloor(t *testing.T) {
 	}
 }
 
+// TestAdaptiveBeyondChance: a probe's mean inflation anchors the baseline
+// as it is where seat times do not vary; where they vary, moved back by
+// what chance explains of its gap from the baseline, and not at all when
+// chance explains all of it.
+func TestAdaptiveBeyondChance(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		noise float64 // variance of a job's log seat time
+		m     float64 // the probe's geometric mean inflation
+		want  float64
+	}{
+		{"no noise: m itself", 0, 0.85, 0.85},
+		{"spread 0.5, m within chance (gap 0.16, se 0.24): the baseline", 0.25, 0.85, 1},
+		{"spread 0.5, m twice: most of the way", 0.25, 2, math.Exp(math.Log(2) * (1 - 0.5/9/(math.Log(2)*math.Log(2))))},
+	} {
+		a := &adaptive{baseline: 1, noise: c.noise, probeN: 9}
+		if got := a.beyondChance(math.Log(c.m)); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 // TestAdaptiveReferenceCeiling: a completion takes or moves a reference
 // only at a load of at most limit/Tolerance (the ceiling), or, above it,
 // when it ran at a lower load than the reference's and faster. Each step

@@ -98,6 +98,9 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 		logM = a.probeLog / float64(a.probeN)
 		m = math.Exp(logM)
 	}
+	if m > 0 {
+		m = a.beyondChance(logM)
+	}
 	if a.anchors(m) {
 		a.baseline = m
 	}
@@ -124,6 +127,30 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	}
 	a.fell = false
 	s.setLimitLocked(a.saved, CapacityProbe, now)
+}
+
+// beyondChance is the inflation a probe's verdict may anchor the baseline
+// at, e^logM being its jobs' geometric mean inflation: that mean, moved
+// back towards the baseline by what chance explains of the gap. A probe's
+// n or so jobs' mean log varies by se² = 2·noise/n by itself; a gap d
+// (in log) from the baseline keeps d·(1 − se²/d²), nothing of it when
+// d² <= se². Where seat times do not vary, se is about 0 and m anchors as
+// it is. Where they vary, a probe whose mean strayed low by chance had
+// become the baseline outright, and against it every load read as
+// congested for seconds: the dips that the floor (setFloor) does not stop,
+// since the limit falls no further than half of C in them (a trace in
+// benchmarks/ADMISSION.md, session 22). In 150 runs of
+// benchmarks/adaptive's noisy slow disk over 20 draws of jobs, on top of
+// the floor, the runs losing more than 0.5 % of the capacity-seconds to a
+// limit below C went from 6 to 0 (worst 12.877 to 12.930 seats), and the
+// thrashing slow disk's median of 20 draws from 12.682 to 12.695.
+func (a *adaptive) beyondChance(logM float64) float64 {
+	d := logM - math.Log(a.baseline)
+	se2 := 2 * a.noise / float64(max(a.probeN, 1))
+	if d*d <= se2 {
+		return a.baseline
+	}
+	return a.baseline * math.Exp(d*(1-se2/(d*d)))
 }
 
 // setFloor sets the floor after a probe found the references sound: the
