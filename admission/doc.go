@@ -393,16 +393,16 @@
 // sets its seat time only where the server fixes it at the start. From a
 // limit at or below C the two servers do not differ: from Initial = C and
 // from the floor the limit settles at 18 for C = 16, from the floor in
-// 3.8 s (4.9 s at most; TestAdaptiveSettlesOnASharedServer, 30 runs of
+// 3.9 s (5.2 s at most; TestAdaptiveSettlesOnASharedServer, 30 runs of
 // each), and in benchmarks/ADAPTIVE.md's shared slow disk (Initial 20) it
 // keeps 99.8 % of the best fixed capacity's goodput. From far above C it
 // does not settle: the Initial jobs admitted at once at New are counted at
 // loads 1 to Initial while all of them run together, so those under the
 // ceiling take references that are congested but read as taken at a low
 // load, and no later completion at a lower load replaces them. From 4·C the
-// mean limit from 10 s was 24 to 48 seats (30 runs; 18 where the server
+// mean limit from 10 s was 26 to 46 seats (30 runs; 18 where the server
 // fixes seat times at the start), from 2·C about 20 (above 20 at times
-// after 15 s in all 30 runs), and from 1.25·C in 3 runs of 30. Counting a
+// after 15 s in 28 runs of 30), and from 1.25·C in 2 runs of 30. Counting a
 // job's load as the mean of the seats in use while it ran (or the seats at
 // its admission, if more) settles it from 4·C within 12 s, but under noisy
 // seat times it lowers the level and brings back dips below C
