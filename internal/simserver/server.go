@@ -52,7 +52,7 @@ func SeatTime(base time.Duration, running, c int, a float64) time.Duration {
 // value is not usable (see New).
 type Server struct {
 	mu      sync.Mutex
-	running int
+	running int     // jobs running on a server of New (a shared one counts its shares)
 	c       int     // true capacity, > 0
 	thrash  float64 // SeatTime's a; >= 0
 

@@ -57,13 +57,9 @@ func (v *Server) wakeLocked() {
 	v.timer.Reset(d)
 }
 
-// tick is the timer's: a job may have ended.
-func (v *Server) tick() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.advanceLocked(time.Now())
-	v.wakeLocked()
-}
+// tick is the timer's: a job may have ended (a change of nothing brings
+// the jobs' work to now and ends those done).
+func (v *Server) tick() { v.change(func() {}) }
 
 // serveShared is ServeContext on a shared server.
 func (v *Server) serveShared(ctx context.Context, base time.Duration) (time.Duration, error) {
@@ -75,7 +71,6 @@ func (v *Server) serveShared(ctx context.Context, base time.Duration) (time.Dura
 		v.shares = make(map[*share]struct{})
 	}
 	v.shares[sh] = struct{}{}
-	v.running++
 	v.wakeLocked()
 	v.mu.Unlock()
 	var err error
@@ -85,7 +80,6 @@ func (v *Server) serveShared(ctx context.Context, base time.Duration) (time.Dura
 		err = ctx.Err()
 	}
 	v.mu.Lock()
-	v.running--
 	if _, ok := v.shares[sh]; ok {
 		v.advanceLocked(time.Now())
 		delete(v.shares, sh)
