@@ -406,9 +406,14 @@
 // job's load as the mean of the seats in use while it ran (or the seats at
 // its admission, if more) settles it from 4·C within 12 s, but under noisy
 // seat times it lowers the level and brings back dips below C
-// (benchmarks/ADMISSION.md, session 22: seven variants, none kept). So on
-// such a server, start at or below the capacity you expect: Initial = Min
-// (the default) or the last steady limit.
+// (benchmarks/ADMISSION.md, session 22: seven variants, none kept). Two
+// narrower changes bring dips too (session 23): counting a batch admitted
+// at once at the seats the whole batch held (where the server sets a job's
+// speed when it starts, the batch's low labels were true), and scaling
+// every reference by the mean of a probe that finds them congested (after
+// a climb from Min some references are sound, and one scale makes them
+// too fast). So on such a server, start at or below the capacity you
+// expect: Initial = Min (the default) or the last steady limit.
 //
 // Probes (probe.go). The ceiling keeps references sound once the limit sits
 // near Tolerance·C, but the limit starts wherever Initial puts it, and the
