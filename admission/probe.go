@@ -105,7 +105,7 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 		a.baseline = m
 	}
 	// The verdict's bound: m beyond sqrt(Tolerance), and beyond chance.
-	bound := max(math.Log(a.cfg.Tolerance)/2, verdictZ*math.Sqrt(2*a.noise/float64(max(a.probeN, 1))))
+	bound := max(math.Log(a.cfg.Tolerance)/2, verdictZ*math.Sqrt(a.probeChance()))
 	a.floor = 0 // set again below by a sound verdict
 	switch {
 	case logM < -bound:
@@ -146,11 +146,18 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 // thrashing slow disk's median of 20 draws from 12.682 to 12.695.
 func (a *adaptive) beyondChance(logM float64) float64 {
 	d := logM - math.Log(a.baseline)
-	se2 := 2 * a.noise / float64(max(a.probeN, 1))
+	se2 := a.probeChance()
 	if d*d <= se2 {
 		return a.baseline
 	}
 	return a.baseline * math.Exp(d*(1-se2/(d*d)))
+}
+
+// probeChance is the variance that chance alone gives the mean log
+// inflation of the running probe's probeN jobs: each job's log inflation
+// varies by 2·noise (its seat time's spread and its reference's).
+func (a *adaptive) probeChance() float64 {
+	return 2 * a.noise / float64(max(a.probeN, 1))
 }
 
 // setFloor sets the floor after a probe found the references sound: the
