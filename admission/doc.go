@@ -388,7 +388,9 @@
 // it, dips short under sqrt(Tolerance)·baseline for a round, and the limit
 // grows by a quarter). Calm judged on every sample as well removes these
 // but slows the climb from Min where seat times vary (C reached after 8.2
-// s against 6.5 s), so it is not kept.
+// s against 6.5 s); with the noise estimate right from the first seconds
+// as well, the climb is back but dips under noise return (11 runs of 300
+// against none). Neither is kept.
 // On a server that does less in all past C, as one that thrashes does
 // (TestAdaptiveSettlesOnAThrashingServer: simserver.SeatTime, factor 0.3),
 // it settles the same way, at 17 to 18, and keeps 90 to 95 % of C's work
