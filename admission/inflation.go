@@ -43,7 +43,7 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	// A sample Tolerance times faster than its reference, by more than
 	// chance, measures a reference taken under congestion, not noise: it
 	// stays out of the baseline.
-	if uncongested && j.load <= e.refLoad && lx >= -math.Log(a.cfg.Tolerance)-refChance*math.Sqrt(2*a.noise) {
+	if uncongested && j.load <= e.refLoad && lx >= -math.Log(a.cfg.Tolerance)-refChance*math.Sqrt(a.sampleChance()) {
 		a.baseline = geoMove(a.baseline, lx, baselineAlpha)
 	}
 	// The jobs a probe admitted ran at half the limit: they measure the
@@ -116,7 +116,7 @@ const minShortSamples = 8
 // (benchmarks/ADMISSION.md, session 16). Two standard errors took the dips
 // further but raised the limit from Min by two seats.
 func (a *adaptive) shortError() float64 {
-	return math.Sqrt(math.Expm1(2*a.noise) / max(a.limit, minShortSamples))
+	return math.Sqrt(math.Expm1(a.sampleChance()) / max(a.limit, minShortSamples))
 }
 
 // noteNoise folds a sample of e, a job that held its seat for observed
@@ -132,6 +132,13 @@ func (a *adaptive) noteNoise(e *costEntry, observed float64, load int32) {
 		a.noise += noiseAlpha * (d*d/2 - a.noise)
 	}
 	e.last, e.lastLoad = observed, load
+}
+
+// sampleChance is the variance that chance alone gives one sample's log
+// inflation: 2·noise, its seat time's spread and its reference's. The
+// baseline's cut, shortError and a probe's verdict (probeChance) read it.
+func (a *adaptive) sampleChance() float64 {
+	return 2 * a.noise
 }
 
 // noiseAlpha is the weight of one pair of samples in the noise estimate.

@@ -154,10 +154,9 @@ func (a *adaptive) beyondChance(logM float64) float64 {
 }
 
 // probeChance is the variance that chance alone gives the mean log
-// inflation of the running probe's probeN jobs: each job's log inflation
-// varies by 2·noise (its seat time's spread and its reference's).
+// inflation of the running probe's probeN jobs (sampleChance each).
 func (a *adaptive) probeChance() float64 {
-	return 2 * a.noise / float64(max(a.probeN, 1))
+	return a.sampleChance() / float64(max(a.probeN, 1))
 }
 
 // setFloor sets the floor after a probe found the references sound: the
