@@ -199,6 +199,7 @@ type adaptive struct {
 	load     float64 // EMA of the same samples' loads (job.load), with short's weights
 	baseline float64 // EMA in log of the inflation of samples at or below their reference's load; a probe may re-anchor it
 	noise    float64 // EMA of the variance of a job's log seat time at a given load (noteNoise)
+	pairs    uint64  // the pairs of samples noise has taken (noiseKnown)
 	calm     float64 // rounds (a sample adds 1/limit) since short was last above sqrt(Tolerance)·baseline (not probing)
 	samples  uint64
 	weak     uint64

@@ -540,6 +540,61 @@ func TestAdaptiveSamples(t *testing.T) {
 	})
 }
 
+// TestAdaptiveMeasuresRef: a sample Tolerance times faster than its
+// reference stays out of the baseline, and out of short once the noise
+// estimate rests on 1/noiseAlpha pairs (measuresRef); before, it moves
+// short. A sample at its reference moves short either way.
+func TestAdaptiveMeasuresRef(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 8, Initial: 4}})
+		must(t, err)
+		defer s.Close(context.Background())
+		must(t, s.RegisterType("t", JobTypeConfig{Priority: 10}))
+		ctx := context.Background()
+		// One job at a time: load 1, the seats never used, so the limit
+		// stays and no probe starts.
+		run := func(d time.Duration) {
+			p, err := s.Acquire(ctx, Request{Type: "t", JobID: "r", FairnessKey: "k"})
+			must(t, err)
+			time.Sleep(d)
+			p.Release()
+		}
+		state := func() (short, baseline float64) {
+			a := s.Snapshot().Adaptive
+			return a.Inflation, a.Baseline
+		}
+		setPairs := func(n uint64) {
+			s.mu.Lock()
+			s.adaptive.pairs = n
+			s.mu.Unlock()
+		}
+		run(time.Second) // takes the reference
+		run(time.Second) // a sample at it
+		for _, st := range []struct {
+			step      string
+			pairs     uint64
+			d         time.Duration
+			moveShort bool
+		}{
+			{"twice faster, noise not known", 1/noiseAlpha - 2, time.Second / 2, true},
+			{"twice faster, noise known", 1 / noiseAlpha, time.Second / 2, false},
+			{"at its reference, noise known", 1 / noiseAlpha, time.Second, true},
+		} {
+			setPairs(st.pairs)
+			short0, base0 := state()
+			run(st.d)
+			short1, base1 := state()
+			checkInvariants(t, s)
+			if moved := short1 != short0; moved != st.moveShort {
+				t.Errorf("%s: short %v -> %v, want moved = %v", st.step, short0, short1, st.moveShort)
+			}
+			if st.d < time.Second && base1 != base0 {
+				t.Errorf("%s: baseline %v -> %v, want it unmoved", st.step, base0, base1)
+			}
+		}
+	})
+}
+
 // TestAdaptivePressure: each reading of the pressure source at 1 or more
 // multiplies the limit by PressureBackoff, and the limit does not grow
 // meanwhile.
