@@ -494,22 +494,31 @@ func TestAdaptiveReferenceCeiling(t *testing.T) {
 	})
 }
 
+// oneJobAtATime returns an adaptive Scheduler (Max 8, Initial 4) with a
+// type "t", closed at the end of the test, and run, which runs a job of
+// job ID id on key "k" for d: one job at a time, each at load 1, with the
+// seats never used, so that the limit stays and no probe starts. Inside a
+// synctest bubble.
+func oneJobAtATime(t *testing.T) (*Scheduler, func(id string, d time.Duration)) {
+	s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 8, Initial: 4}})
+	must(t, err)
+	t.Cleanup(func() { s.Close(context.Background()) })
+	must(t, s.RegisterType("t", JobTypeConfig{Priority: 10}))
+	return s, func(id string, d time.Duration) {
+		p, err := s.Acquire(context.Background(), Request{Type: "t", JobID: id, FairnessKey: "k"})
+		must(t, err)
+		time.Sleep(d)
+		p.Release()
+	}
+}
+
 // TestAdaptiveSamples: a job of a (type, job ID) without a reference is no
 // sample (weak), the next one is; a seat handed back by a waiter that gave
 // up is neither.
 func TestAdaptiveSamples(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 8, Initial: 4}})
-		must(t, err)
-		defer s.Close(context.Background())
-		must(t, s.RegisterType("t", JobTypeConfig{Priority: 10}))
+		s, run := oneJobAtATime(t)
 		ctx := context.Background()
-		run := func(id string, d time.Duration) {
-			p, err := s.Acquire(ctx, Request{Type: "t", JobID: id, FairnessKey: "k"})
-			must(t, err)
-			time.Sleep(d)
-			p.Release()
-		}
 		state := func() [2]uint64 {
 			a := s.Snapshot().Adaptive
 			return [2]uint64{a.Samples, a.Weak}
@@ -546,19 +555,8 @@ func TestAdaptiveSamples(t *testing.T) {
 // short. A sample at its reference moves short either way.
 func TestAdaptiveMeasuresRef(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 8, Initial: 4}})
-		must(t, err)
-		defer s.Close(context.Background())
-		must(t, s.RegisterType("t", JobTypeConfig{Priority: 10}))
-		ctx := context.Background()
-		// One job at a time: load 1, the seats never used, so the limit
-		// stays and no probe starts.
-		run := func(d time.Duration) {
-			p, err := s.Acquire(ctx, Request{Type: "t", JobID: "r", FairnessKey: "k"})
-			must(t, err)
-			time.Sleep(d)
-			p.Release()
-		}
+		s, runID := oneJobAtATime(t)
+		run := func(d time.Duration) { runID("r", d) }
 		state := func() (short, baseline float64) {
 			a := s.Snapshot().Adaptive
 			return a.Inflation, a.Baseline
