@@ -89,14 +89,14 @@ func geoMove(v, lx, w float64) float64 {
 //
 // Only once the noise is known, because the estimate starts at 0 and
 // for its first pairs reads almost no chance: the bare cut at 1/Tolerance
-// then left the lower half of noisy seat times out of short, which read
-// congestion where there was none. Started at Min with seat times spread
+// then left nearly half of the samples out of short where seat times
+// vary, and short read congestion where there was none. Started at Min with seat times spread
 // log-normally by 0.5 (TestAdaptiveNoisyLevel, 150 runs), the limit
 // reached C after 9.4 s instead of 6.5 s and the goodput fell from 13.7
 // to 12.7 seats; with the bias of the estimate's first pairs divided out
 // (for the baseline's cut too), 8.3 s and 13.0.
-// The baseline, which moves by a twentieth of a sample and is re-anchored
-// by probes, keeps its cut from the first sample.
+// The baseline, which each sample moves by a twentieth and probes
+// re-anchor, keeps its cut from the first sample.
 func (a *adaptive) measuresRef(lx float64) bool {
 	return lx < -math.Log(a.cfg.Tolerance)-refChance*math.Sqrt(a.sampleChance())
 }
