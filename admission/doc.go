@@ -408,7 +408,7 @@
 // from the floor the limit settles at 18 for C = 16, from the floor in
 // 3.9 s (5.2 s at most; TestAdaptiveSettlesOnASharedServer, 30 runs of
 // each), and in benchmarks/ADAPTIVE.md's shared slow disk (Initial 20) it
-// keeps 99.8 % of the best fixed capacity's goodput. From far above C it
+// keeps 99.9 % of the best fixed capacity's goodput. From far above C it
 // does not settle: the Initial jobs admitted at once at New are counted at
 // loads 1 to Initial while all of them run together, so those under the
 // ceiling take references that are congested but read as taken at a low
@@ -529,12 +529,12 @@
 //     only as far as short one standard error lower implies (shortError).
 //
 // What noise still costs: the limit settles above Tolerance·C. At a spread
-// of 0.5, a mean of 20.7 seats in benchmarks/ADAPTIVE.md's noisy slow disk
+// of 0.5, a mean of 20.1 seats in benchmarks/ADAPTIVE.md's noisy slow disk
 // where the oracle's is 14.7 (the median of eleven draws of jobs: a p99 of
-// 1.39 s against 1.36 s at C fixed, for 99.8 % of its goodput; medians of
-// 20 draws, 20.6 seats and 1.39 s), and for C = 16 a median of 24 seats
-// from Initial = 4·C and 22.7 from Min (p10 to p90: 19.4 to 28.5) in
-// TestAdaptiveNoisyLevel, which it follows when C halves. The cause
+// 1.40 s against 1.36 s at C fixed, for 99.8 % of its goodput; medians of
+// 20 draws, 21.0 seats and 1.41 s), and for C = 16 a median of 23.5 to
+// 23.8 seats from Initial = 4·C and 22.0 from Min (p10 to p90: 19.4 to
+// 28.8) in TestAdaptiveNoisyLevel, which it follows when C halves. The cause
 // is which samples the baseline keeps. Its ceiling is limit/Tolerance,
 // which is above C once the limit is above Tolerance·C, so its samples
 // include congestion and the baseline rises with the limit: every level
@@ -543,7 +543,7 @@
 // alone can mend. Plain means, with the lower tail of the noise cut at
 // 1/Tolerance whatever the spread, read more of the noise as inflation in
 // the baseline (its median at 40 s in TestAdaptiveNoisyLevel 1.83 and 1.55
-// from the two starts, against 1.24 and 1.11 now) and set the limit higher
+// from the two starts, against 1.27 and 1.11 now) and set the limit higher
 // still: 25.3 seats and a p99 of 1.53 s in the 20 draws, 28 and 24 seats in
 // TestAdaptiveNoisyLevel (benchmarks/ADMISSION.md, sessions 15 to 17 and
 // 21). The same high level costs, now and then, a dip: references taken
