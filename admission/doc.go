@@ -409,15 +409,21 @@
 // 3.9 s (5.2 s at most; TestAdaptiveSettlesOnASharedServer, 30 runs of
 // each), and in benchmarks/ADAPTIVE.md's shared slow disk (Initial 20) it
 // keeps 99.9 % of the best fixed capacity's goodput. From far above C it
-// does not settle: the Initial jobs admitted at once at New are counted at
-// loads 1 to Initial while all of them run together, so those under the
-// ceiling take references that are congested but read as taken at a low
-// load, and no later completion at a lower load replaces them. From 4·C the
-// mean limit from 10 s was 26 to 46 seats (30 runs; 18 where the server
-// fixes seat times at the start), from 2·C about 20 (above 20 at times
-// after 15 s in 28 runs of 30), and from 1.25·C in 2 runs of 30. Counting a
-// job's load as the mean of the seats in use while it ran (or the seats at
-// its admission, if more) settles it from 4·C within 12 s, but under noisy
+// settles late or not at all: the Initial jobs admitted at once at New are
+// counted at loads 1 to Initial while all of them run together, so those
+// under the ceiling take references that are congested but read as taken
+// at a low load, and no later completion at a lower load replaces them.
+// From 4·C the mean limit from 10 s was 26 to 46 seats (30 runs; 18 where
+// the server fixes seat times at the start), from 2·C about 20 (above 20
+// at times after 15 s in 28 runs of 30), and from 1.25·C in 2 runs of 30.
+// Since the samples of such references stay out of short (measuresRef),
+// from 4·C the mean limit from 10 s is 21 to 45 seats (medians of 26.6 to
+// 27.3 in three batches of 30 runs), within ±25 % of C only after 23 to
+// 26 s (the batches' medians); from 2·C 18.4 to 18.6, above 20 at times
+// after 15 s in 3 and 4 runs of 30; from 1.25·C in 3 and 5 runs of 30
+// (benchmarks/ADMISSION.md, session 25). Counting a job's load as the mean
+// of the seats in use while it ran (or the seats at its admission, if
+// more) settles it from 4·C within 12 s, but under noisy
 // seat times it lowers the level and brings back dips below C
 // (benchmarks/ADMISSION.md, session 22: seven variants, none kept). Two
 // narrower changes bring dips too (session 23): counting a batch admitted
