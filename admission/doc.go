@@ -468,14 +468,14 @@
 // fifth since the last probe brings the next one within five rounds too:
 // the fall is congestion or jobs that got dearer, and only a probe tells
 // them apart (the dearer jobs' references are taken again and the limit
-// comes back). A rise brings no probe, and that is a known limit: when
-// every job gets cheaper (twice as cheap at once, in the scratch test of
-// benchmarks/ADMISSION.md, session 25), the references read the server as
-// calm, the limit climbs to about twice C, and there the completions under
-// the ceiling, running congested, take references about as slow as the
-// old ones. It stays near 2·C (a median of 33 seats for C = 16 from 8 s
-// after the change, 60 runs) until the next probe, ProbeInterval rounds
-// away (about three minutes there).
+// comes back). Jobs that all get cheaper are a known limit: twice as
+// cheap at once (the scratch test of benchmarks/ADMISSION.md, session
+// 25), the old references read the server as calm, and the limit climbs
+// until congestion makes the jobs as slow as their references were, at
+// about 2·C (a median of 33 seats for C = 16 from 8 s after the change,
+// 60 runs), and stays there to the end of the run. A rise brings no probe,
+// and one would find the references congested but could not take them
+// again: its jobs run above the loads they were taken at.
 //
 // A verdict also re-anchors the baseline: when short, the inflation at the
 // limit, is at most Tolerance^1.5 times m, the inflation at half of it, the
