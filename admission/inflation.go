@@ -42,14 +42,14 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	lx := math.Log(x)
 	// A sample that measures its reference, not the server, stays out of
 	// the baseline, and out of short once the noise is known (measuresRef).
-	ref := a.measuresRef(lx)
-	if uncongested && j.load <= e.refLoad && !ref {
+	refOnly := a.measuresRef(lx)
+	if uncongested && j.load <= e.refLoad && !refOnly {
 		a.baseline = geoMove(a.baseline, lx, baselineAlpha)
 	}
 	// The jobs a probe admitted ran at half the limit: they measure the
 	// references, not the congestion at the limit, and would read as a
 	// server with room to spare just as the probe gives the seats back.
-	if !j.probed && x > 0 && !(ref && a.noiseKnown()) {
+	if !j.probed && x > 0 && !(refOnly && a.noiseKnown()) {
 		w := 2 / (max(a.limit, minShortSamples) + 1)
 		a.short = geoMove(a.short, lx, w)
 		a.load += w * (float64(j.load) - a.load)
