@@ -184,8 +184,8 @@ type AdaptiveSnapshot struct {
 // Scheduler.mu (SetAdaptiveBounds); every other field is guarded by it too.
 //
 // Invariants: cfg.Min <= limit <= cfg.Max; Scheduler.cfg.Capacity ==
-// seatsOf(limit); every float is finite, baseline and short > 0 (they
-// move in log), and the other averages, counts of rounds and limits >= 0
+// seatsOf(limit); every float is finite, baseline, short and all > 0
+// (they move in log), and the other averages, counts of rounds and limits >= 0
 // (a NaN would compare false both ways and round to Min);
 // hist[(histAt+i) % CapacityHistory] for i < histN are the last histN
 // changes, oldest first, each from where the one before left the capacity
@@ -196,11 +196,13 @@ type adaptive struct {
 	cfg      AdaptiveConfig
 	limit    float64
 	short    float64 // EMA in log of sample inflation over about one round (limit samples)
+	all      float64 // short, with the samples that measure their references too (noteFaster)
 	load     float64 // EMA of the same samples' loads (job.load), with short's weights
 	baseline float64 // EMA in log of the inflation of samples at or below their reference's load; a probe may re-anchor it
 	noise    float64 // EMA of the variance of a job's log seat time at a given load (noteNoise)
 	pairs    uint64  // the pairs of samples noise has taken (noiseKnown)
 	calm     float64 // rounds (a sample adds 1/limit) since short was last above sqrt(Tolerance)·baseline (not probing)
+	faster   float64 // rounds (a sample adds 1/limit) for which all has stayed faster than the references (noteFaster; not probing)
 	samples  uint64
 	weak     uint64
 	epoch    uint32 // bumped by a probe that finds the references stale (probe.go)
@@ -239,6 +241,10 @@ type adaptive struct {
 	probeLeft  int
 	probeLog   float64
 	probeN     int
+	// fasterProbe is set when the probe started while the jobs at the
+	// limit had run faster than their references for a round (noteFaster):
+	// its verdict of congested references anchors no baseline.
+	fasterProbe bool
 
 	hist          [CapacityHistory]capacityChange
 	histAt, histN int
@@ -261,7 +267,7 @@ type capacityChange struct {
 
 func newAdaptive(c AdaptiveConfig) *adaptive {
 	l := float64(c.Initial)
-	return &adaptive{cfg: c, limit: l, short: 1, load: l, baseline: 1, probeEvery: minProbeEvery, mark: l}
+	return &adaptive{cfg: c, limit: l, short: 1, all: 1, load: l, baseline: 1, probeEvery: minProbeEvery, mark: l}
 }
 
 // seatsOf is a limit rounded to whole seats, within the bounds.
@@ -305,6 +311,7 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 	} else {
 		a.calm += 1 / max(a.limit, 1)
 	}
+	a.noteFaster()
 	// implied is where the samples put the limit: the load at which their
 	// jobs would take Tolerance times their references, inflation being
 	// taken as proportional to load. It is measured at the samples' own

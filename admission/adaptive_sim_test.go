@@ -416,6 +416,45 @@ func TestAdaptiveJobsGetDearer(t *testing.T) {
 	})
 }
 
+// TestAdaptiveJobsGetCheaper is TestAdaptiveJobsGetDearer the other way:
+// every job costs twice its time until 20 s, then its time. The old
+// references read the server as calm, and the limit climbs until
+// congestion makes the jobs as slow as their references were, about 2·C,
+// unless something brings a probe: the jobs at the limit running faster
+// than their references for a round does (noteFaster), and the probes
+// take the references again. From 8 s after the change, probes left out,
+// the mean limit is at most 1.25·C (without noteFaster it was about 33
+// for C = 16), and the limit never falls below C/2.
+func TestAdaptiveJobsGetCheaper(t *testing.T) {
+	const c, change, d = 16, 20 * time.Second, 40 * time.Second
+	repos := simRepos(300*time.Millisecond, constant(0.1))
+	job := func(rng *rand.Rand, el time.Duration) (string, time.Duration) {
+		id, base := repos(rng, el)
+		if el < change {
+			base *= 2
+		}
+		return id, base
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: c})
+		res := simRun(t, s, simserver.New(c), []simClient{{key: "a", loops: 6 * c, job: job}}, d, nil, nil)
+		from := tick(change + 8*time.Second)
+		lo := math.MaxInt
+		for i := from; i < len(res.limits); i++ {
+			if !res.probe[i] {
+				lo = min(lo, res.limits[i])
+			}
+		}
+		mean := res.meanLimit(from, len(res.limits))
+		t.Logf("jobs twice as cheap at %v: from 8s later lowest limit %d, mean %.1f (probes left out); every second %v",
+			change, lo, mean, everySecond(res.limits))
+		if mean > 1.25*c || lo < c/2 {
+			t.Errorf("from 8s after the jobs got cheaper: mean limit %.1f (want at most %v), lowest %d (want at least %d); every second %v",
+				mean, 1.25*c, lo, c/2, everySecond(res.limits))
+		}
+	})
+}
+
 // rawGradient is the contrast of TestAdaptiveMixShift: a gradient on raw
 // seat time, the signal of Gradient2 and the other peers, written as
 // Gradient2 computes it with its defaults: per sample,

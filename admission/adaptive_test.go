@@ -305,6 +305,34 @@ func TestAdaptiveExplainedFall(t *testing.T) {
 	}
 }
 
+// TestAdaptiveFasterProbeAnchors: a probe whose jobs ran at half their
+// references (m = 0.5, congested references) while short was low enough
+// re-anchors the baseline at m, unless it started while the jobs at the
+// limit had run faster than their references for a round (fasterProbe,
+// noteFaster): then its m is that of references being taken again.
+func TestAdaptiveFasterProbeAnchors(t *testing.T) {
+	for _, faster := range []bool{false, true} {
+		s, a := lockedAdaptive(t, 16)
+		a.probeEvery = 1e9
+		a.faster = 0
+		if faster {
+			a.faster = 1
+		}
+		s.startProbeLocked(1)
+		a.short = 0.55 // within Tolerance^1.5 of m: the load costs nothing
+		a.probeLeft = 1
+		s.probeSampleLocked(&job{probed: true}, 0.5, 1)
+		want := 0.5
+		if faster {
+			want = 1
+		}
+		if a.probing || math.Abs(a.baseline-want) > 1e-9 || a.probeEvery != minProbeEvery {
+			t.Errorf("fasterProbe %v: after the verdict probing %v, baseline %v (want %v), next probe in %v rounds (want %d)",
+				faster, a.probing, a.baseline, want, a.probeEvery, minProbeEvery)
+		}
+	}
+}
+
 // TestAdaptiveSoundAfterStale: after a stale verdict the probes go quiet
 // only on the second sound verdict in a row; the first brings one more
 // probe (its jobs may all be ones whose references were taken again).
@@ -591,6 +619,41 @@ func TestAdaptiveMeasuresRef(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAdaptiveNoteFaster: a round of samples (limit of them) for which
+// all, the inflation at the limit with the samples that measure their
+// references, stays below baseline/Tolerance by two of short's standard
+// errors brings the next probe within minProbeEvery rounds, once the
+// noise is known; a sample above the cut starts the round again.
+func TestAdaptiveNoteFaster(t *testing.T) {
+	const limit = 8 // a sample adds 1/8 of a round, exactly
+	for _, c := range []struct {
+		name  string
+		pairs uint64
+		noise float64
+		all   []float64 // all at each sample
+		probe bool
+	}{
+		{"a round under 1/Tolerance", 100, 0, []float64{0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, true},
+		{"less than a round", 100, 0, []float64{0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, false},
+		{"a round, the noise not known", 99, 0, []float64{0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, false},
+		{"a round at 1/Tolerance", 100, 0, []float64{1 / 1.1, 1 / 1.1, 1 / 1.1, 1 / 1.1, 1 / 1.1, 1 / 1.1, 1 / 1.1, 1 / 1.1}, false},
+		{"a round, one sample above the cut", 100, 0, []float64{0.5, 0.5, 0.5, 0.5, 1, 0.5, 0.5, 0.5, 0.5}, false},
+		// noise 0.05: shortError sqrt(expm1(0.1)/8) = 0.115, the cut
+		// e^-0.229/1.1 = 0.723.
+		{"a round within chance", 100, 0.05, []float64{0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75}, false},
+		{"a round beyond chance", 100, 0.05, []float64{0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7}, true},
+	} {
+		a := &adaptive{cfg: AdaptiveConfig{Tolerance: 1.1}, limit: limit, short: 1, baseline: 1, noise: c.noise, pairs: c.pairs, probeEvery: 1000}
+		for _, all := range c.all {
+			a.all = all
+			a.noteFaster()
+		}
+		if got := a.probeEvery == minProbeEvery; got != c.probe {
+			t.Errorf("%s: next probe in %v rounds, want it brought to %d = %v", c.name, a.probeEvery, minProbeEvery, c.probe)
+		}
+	}
 }
 
 // TestAdaptivePressure: each reading of the pressure source at 1 or more

@@ -49,10 +49,15 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	// The jobs a probe admitted ran at half the limit: they measure the
 	// references, not the congestion at the limit, and would read as a
 	// server with room to spare just as the probe gives the seats back.
-	if !j.probed && x > 0 && !(refOnly && a.noiseKnown()) {
+	// all takes the samples that measure their references too: a round of
+	// them all brings a probe (noteFaster).
+	if !j.probed && x > 0 {
 		w := 2 / (max(a.limit, minShortSamples) + 1)
-		a.short = geoMove(a.short, lx, w)
-		a.load += w * (float64(j.load) - a.load)
+		a.all = geoMove(a.all, lx, w)
+		if !(refOnly && a.noiseKnown()) {
+			a.short = geoMove(a.short, lx, w)
+			a.load += w * (float64(j.load) - a.load)
+		}
 	}
 	a.followFall()
 	s.stepLocked(used, j, x, now)

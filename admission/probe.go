@@ -45,7 +45,9 @@ import "math"
 // taken again, at the dearer time, and the limit comes back). When that
 // probe finds the references sound (and is not the first sound verdict
 // after a stale one), the fall is congestion, and the limit may go on
-// falling to the probe's own limit without another (explainFall).
+// falling to the probe's own limit without another (explainFall). And a
+// round for which the jobs at the limit ran faster than their references
+// brings the next probe within minProbeEvery rounds too (noteFaster).
 
 // A probe sets the limit to probeDepth of itself: below the true capacity
 // C from any limit under 2·C, so its jobs take their uncongested time;
@@ -63,11 +65,69 @@ const (
 	minProbeSamples = 8
 )
 
+// noteFaster is called at each sample while no probe runs, after short and
+// all have taken it. A round for which the jobs at the limit ran faster than
+// their references, beyond Tolerance and beyond chance, brings the next
+// probe within minProbeEvery rounds: those references were taken under
+// more congestion than the limit's, or the jobs all got cheaper. all is
+// short with the samples that measure their references too (measuresRef
+// leaves them out of short, so short alone may not tell), and faster
+// counts the rounds for which all has stayed below baseline/Tolerance by
+// fasterZ of short's standard errors (shortError), once the noise is known
+// (noiseKnown: until then the estimate reads too little chance).
+//
+// Without it nothing brought a probe when the jobs all got cheaper: a rise
+// of the limit brings none, and once two sound verdicts have let the
+// probes go quiet the next comes ProbeInterval rounds later. Twice as cheap
+// at once (TestAdaptiveJobsGetCheaper), the old references read the server
+// as calm, and the limit climbed until congestion made the jobs as slow as
+// their references had been: for C = 16, a median of 33.1 seats from 8 s
+// after the change (60 runs), to the end of the run. Now the probe comes
+// before the limit has climbed far, so that its jobs run below the loads
+// the references were taken at and take them again, and probes follow
+// while the jobs at the limit still run faster than theirs: a median of
+// 18.2 (benchmarks/ADMISSION.md, session 26).
+//
+// Such a probe's verdict of congested references anchors no baseline
+// (fasterProbe): its m is the old references', which its jobs and the next
+// probes' take again, not what the references will read. Anchored, the
+// baseline stayed near m while they were taken again, the jobs whose
+// references were read as congested against it, and in 9 runs of 600 the
+// limit fell to 3 to 10 seats for 5 s and more, in three to the end of the
+// run (a trace: the baseline ended 10 % low, at a load where no completion
+// moves it, and the probes had gone quiet). A probe that came on its
+// own still anchors on a congested verdict: where seat times vary, not
+// anchoring there let the limit overshoot on references still too high
+// and fall back harder (in benchmarks/adaptive's noisy slow disk, 150
+// runs, the runs losing more than 0.5 % of the capacity-seconds below C
+// went from 4 to 12 in session 22, and from 1 and 5 to 2 and 5 in session
+// 26, the worst 12.81 and 12.84 seats against 12.94 and 12.91).
+func (a *adaptive) noteFaster() {
+	if a.noiseKnown() && a.all < a.baseline/a.cfg.Tolerance*math.Exp(-fasterZ*a.shortError()) {
+		a.faster += 1 / max(a.limit, 1)
+	} else {
+		a.faster = 0
+	}
+	if a.faster >= 1 {
+		a.probeEvery = minProbeEvery
+	}
+}
+
+// fasterZ is how many of short's standard errors all must lie below
+// baseline/Tolerance for noteFaster. Where seat times vary
+// (TestAdaptiveNoisyLevel, 150 runs from each start), one standard error
+// at a single sample, the noise known or not, brought probes by chance,
+// and the goodput from Min fell from 13.7 to 13.3 seats; two for a round,
+// once the noise is known, brought none in those 300 runs (at a single
+// sample, 111; benchmarks/ADMISSION.md, session 26).
+const fasterZ = 2
+
 // startProbeLocked halves the limit for the round of jobs admitted under
 // it (at least minProbeSamples).
 func (s *Scheduler) startProbeLocked(now int64) {
 	a := s.adaptive
 	a.sinceProbe, a.probing, a.saved, a.mark, a.anchor = 0, true, a.limit, a.limit, 0
+	a.fasterProbe = a.faster >= 1
 	a.probeLog, a.probeN = 0, 0
 	s.setLimitLocked(a.limit*probeDepth, CapacityProbe, now)
 	a.probeLeft = max(s.cfg.Capacity, minProbeSamples)
@@ -101,11 +161,13 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	if m > 0 {
 		m = a.beyondChance(logM)
 	}
-	if a.anchors(m) {
-		a.baseline = m
-	}
 	// The verdict's bound: m beyond sqrt(Tolerance), and beyond chance.
 	bound := max(math.Log(a.cfg.Tolerance)/2, verdictZ*math.Sqrt(a.probeChance()))
+	// A probe that faster jobs brought on (noteFaster) and that finds the
+	// references congested anchors nothing: see noteFaster.
+	if a.anchors(m) && !(a.fasterProbe && logM < -bound) {
+		a.baseline = m
+	}
 	a.floor = 0 // set again below by a sound verdict
 	switch {
 	case logM < -bound:
