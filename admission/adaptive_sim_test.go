@@ -387,33 +387,14 @@ func TestAdaptiveProbesRare(t *testing.T) {
 // about C or above, on references partly taken above it: over 9,000 runs
 // the mean was 13.4 to 27.3, median 19.4.
 func TestAdaptiveJobsGetDearer(t *testing.T) {
-	const c, change, d = 16, 20 * time.Second, 40 * time.Second
-	repos := simRepos(300*time.Millisecond, constant(0.1))
-	job := func(rng *rand.Rand, el time.Duration) (string, time.Duration) {
-		id, base := repos(rng, el)
-		if el >= change {
-			base *= 2
-		}
-		return id, base
+	const c = 16
+	r := costChange(t, c, 1, 2)
+	t.Logf("jobs twice as dear at %v: lowest limit %d, from 8s later in [%d, %d], mean %.1f (probes left out); every second %v",
+		costChangeAt, r.lowest, r.lo, r.hi, r.mean, r.perSecond)
+	if r.mean < 0.75*c || r.lo < c/2 {
+		t.Errorf("from 8s after the jobs got dearer: mean limit %.1f (want at least %v), lowest %d (want at least %d); every second %v",
+			r.mean, 0.75*c, r.lo, c/2, r.perSecond)
 	}
-	synctest.Test(t, func(t *testing.T) {
-		s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: c})
-		res := simRun(t, s, simserver.New(c), []simClient{{key: "a", loops: 6 * c, job: job}}, d, nil, nil)
-		from := tick(change + 8*time.Second)
-		lo, hi := math.MaxInt, 0
-		for i := from; i < len(res.limits); i++ {
-			if !res.probe[i] {
-				lo, hi = min(lo, res.limits[i]), max(hi, res.limits[i])
-			}
-		}
-		mean := res.meanLimit(from, len(res.limits))
-		t.Logf("jobs twice as dear at %v: lowest limit %d, from 8s later in [%d, %d], mean %.1f (probes left out); every second %v",
-			change, slices.Min(res.limits[tick(change):]), lo, hi, mean, everySecond(res.limits))
-		if mean < 0.75*c || lo < c/2 {
-			t.Errorf("from 8s after the jobs got dearer: mean limit %.1f (want at least %v), lowest %d (want at least %d); every second %v",
-				mean, 0.75*c, lo, c/2, everySecond(res.limits))
-		}
-	})
 }
 
 // TestAdaptiveJobsGetCheaper is TestAdaptiveJobsGetDearer the other way:
@@ -426,33 +407,58 @@ func TestAdaptiveJobsGetDearer(t *testing.T) {
 // the mean limit is at most 1.25·C (without noteFaster it was about 33
 // for C = 16), and the limit never falls below C/2.
 func TestAdaptiveJobsGetCheaper(t *testing.T) {
-	const c, change, d = 16, 20 * time.Second, 40 * time.Second
+	const c = 16
+	r := costChange(t, c, 2, 1)
+	t.Logf("jobs twice as cheap at %v: from 8s later lowest limit %d, mean %.1f (probes left out); every second %v",
+		costChangeAt, r.lo, r.mean, r.perSecond)
+	if r.mean > 1.25*c || r.lo < c/2 {
+		t.Errorf("from 8s after the jobs got cheaper: mean limit %.1f (want at most %v), lowest %d (want at least %d); every second %v",
+			r.mean, 1.25*c, r.lo, c/2, r.perSecond)
+	}
+}
+
+// costChangeAt is when costChange changes every job's cost.
+const costChangeAt = 20 * time.Second
+
+// costChangeResult is what costChange saw: the lowest limit from the
+// change on; from 8 s after it, probes left out, the lowest, the highest
+// and the mean; and the limit every second.
+type costChangeResult struct {
+	lowest, lo, hi int
+	mean           float64
+	perSecond      []int
+}
+
+// costChange runs 40 s of simRepos' load (a tenth heavy) on a server of c
+// seats from Initial = c, every job costing before times its base time
+// until costChangeAt and after times it from then on.
+func costChange(t *testing.T, c int, before, after time.Duration) costChangeResult {
+	t.Helper()
+	const d = 40 * time.Second
 	repos := simRepos(300*time.Millisecond, constant(0.1))
 	job := func(rng *rand.Rand, el time.Duration) (string, time.Duration) {
 		id, base := repos(rng, el)
-		if el < change {
-			base *= 2
+		if el < costChangeAt {
+			return id, base * before
 		}
-		return id, base
+		return id, base * after
 	}
+	var r costChangeResult
 	synctest.Test(t, func(t *testing.T) {
 		s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: c})
 		res := simRun(t, s, simserver.New(c), []simClient{{key: "a", loops: 6 * c, job: job}}, d, nil, nil)
-		from := tick(change + 8*time.Second)
-		lo := math.MaxInt
+		from := tick(costChangeAt + 8*time.Second)
+		r.lo, r.hi = math.MaxInt, 0
 		for i := from; i < len(res.limits); i++ {
 			if !res.probe[i] {
-				lo = min(lo, res.limits[i])
+				r.lo, r.hi = min(r.lo, res.limits[i]), max(r.hi, res.limits[i])
 			}
 		}
-		mean := res.meanLimit(from, len(res.limits))
-		t.Logf("jobs twice as cheap at %v: from 8s later lowest limit %d, mean %.1f (probes left out); every second %v",
-			change, lo, mean, everySecond(res.limits))
-		if mean > 1.25*c || lo < c/2 {
-			t.Errorf("from 8s after the jobs got cheaper: mean limit %.1f (want at most %v), lowest %d (want at least %d); every second %v",
-				mean, 1.25*c, lo, c/2, everySecond(res.limits))
-		}
+		r.lowest = slices.Min(res.limits[tick(costChangeAt):])
+		r.mean = res.meanLimit(from, len(res.limits))
+		r.perSecond = everySecond(res.limits)
 	})
+	return r
 }
 
 // rawGradient is the contrast of TestAdaptiveMixShift: a gradient on raw
