@@ -185,8 +185,8 @@ type AdaptiveSnapshot struct {
 //
 // Invariants: cfg.Min <= limit <= cfg.Max; Scheduler.cfg.Capacity ==
 // seatsOf(limit); every float is finite, baseline, short and all > 0
-// (they move in log), and the other averages, counts of rounds and limits >= 0
-// (a NaN would compare false both ways and round to Min);
+// (they move in log), and the other averages, counts of rounds and limits
+// >= 0 (a NaN would compare false both ways and round to Min);
 // hist[(histAt+i) % CapacityHistory] for i < histN are the last histN
 // changes, oldest first, each from where the one before left the capacity
 // to another value, the last to Scheduler.cfg.Capacity (their times need
@@ -202,7 +202,7 @@ type adaptive struct {
 	noise    float64 // EMA of the variance of a job's log seat time at a given load (noteNoise)
 	pairs    uint64  // the pairs of samples noise has taken (noiseKnown)
 	calm     float64 // rounds (a sample adds 1/limit) since short was last above sqrt(Tolerance)·baseline (not probing)
-	faster   float64 // rounds (a sample adds 1/limit) for which all has stayed faster than the references (noteFaster; not probing)
+	faster   float64 // rounds (a sample adds 1/limit) for which all has stayed under noteFaster's cut (not probing)
 	samples  uint64
 	weak     uint64
 	epoch    uint32 // bumped by a probe that finds the references stale (probe.go)

@@ -49,8 +49,8 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	// The jobs a probe admitted ran at half the limit: they measure the
 	// references, not the congestion at the limit, and would read as a
 	// server with room to spare just as the probe gives the seats back.
-	// all takes the samples that measure their references too: a round of
-	// them all brings a probe (noteFaster).
+	// all takes every such sample, those that measure their references
+	// too (noteFaster reads it).
 	if !j.probed && x > 0 {
 		w := 2 / (max(a.limit, minShortSamples) + 1)
 		a.all = geoMove(a.all, lx, w)

@@ -92,12 +92,13 @@ const (
 // (fasterProbe): its m is the old references', which its jobs and the next
 // probes' take again, not what the references will read. Anchored, the
 // baseline stayed near m while they were taken again, the jobs whose
-// references were read as congested against it, and in 9 runs of 600 the
-// limit fell to 3 to 10 seats for 5 s and more, in three to the end of the
-// run (a trace: the baseline ended 10 % low, at a load where no completion
-// moves it, and the probes had gone quiet). A probe that came on its
-// own still anchors on a congested verdict: where seat times vary, not
-// anchoring there let the limit overshoot on references still too high
+// references had been taken again read as congested against it, and in 9
+// runs of 600 the limit fell to 3 to 10 seats for 5 s and more, in three
+// to the end of the run (a trace: the baseline ended 10 % low, at a load
+// where no completion moves it, and the probes had gone quiet). A probe
+// that came on its own still anchors on a congested verdict: where seat
+// times vary, not anchoring there let the limit overshoot on references
+// still too high
 // and fall back harder (in benchmarks/adaptive's noisy slow disk, 150
 // runs, the runs losing more than 0.5 % of the capacity-seconds below C
 // went from 4 to 12 in session 22, and from 1 and 5 to 2 and 5 in session
