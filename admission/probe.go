@@ -98,11 +98,11 @@ const (
 // where no completion moves it, and the probes had gone quiet). A probe
 // that came on its own still anchors on a congested verdict: where seat
 // times vary, not anchoring there let the limit overshoot on references
-// still too high
-// and fall back harder (in benchmarks/adaptive's noisy slow disk, 150
-// runs, the runs losing more than 0.5 % of the capacity-seconds below C
-// went from 4 to 12 in session 22, and from 1 and 5 to 2 and 5 in session
-// 26, the worst 12.81 and 12.84 seats against 12.94 and 12.91).
+// still too high and fall back harder (in benchmarks/adaptive's noisy
+// slow disk, 150 runs, the runs losing more than 0.5 % of the
+// capacity-seconds below C went from 4 to 12 in session 22, and from 1
+// and 5 to 2 and 5 in session 26, the worst 12.81 and 12.84 seats against
+// 12.94 and 12.91).
 func (a *adaptive) noteFaster() {
 	if a.noiseKnown() && a.all < a.baseline/a.cfg.Tolerance*math.Exp(-fasterZ*a.shortError()) {
 		a.faster += 1 / max(a.limit, 1)
