@@ -202,7 +202,7 @@ type adaptive struct {
 	noise    float64 // EMA of the variance of a job's log seat time at a given load (noteNoise)
 	pairs    uint64  // the pairs of samples noise has taken (noiseKnown)
 	calm     float64 // rounds (a sample adds 1/limit) since short was last above sqrt(Tolerance)·baseline (not probing)
-	faster   float64 // rounds (a sample adds 1/limit) for which all has stayed under noteFaster's cut (not probing)
+	faster   float64 // rounds (a sample adds 1/limit) for which all has stayed under noteFaster's cut (not probing: a probe reads it as it started, fastRound)
 	samples  uint64
 	weak     uint64
 	epoch    uint32 // bumped by a probe that finds the references stale (probe.go)
@@ -241,10 +241,6 @@ type adaptive struct {
 	probeLeft  int
 	probeLog   float64
 	probeN     int
-	// fasterProbe is set when the probe started while the jobs at the
-	// limit had run faster than their references for a round (noteFaster):
-	// its verdict of congested references anchors no baseline.
-	fasterProbe bool
 
 	hist          [CapacityHistory]capacityChange
 	histAt, histN int

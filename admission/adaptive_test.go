@@ -308,7 +308,7 @@ func TestAdaptiveExplainedFall(t *testing.T) {
 // TestAdaptiveFasterProbeAnchors: a probe whose jobs ran at half their
 // references (m = 0.5, congested references) while short was low enough
 // re-anchors the baseline at m, unless it started while the jobs at the
-// limit had run faster than their references for a round (fasterProbe,
+// limit had run faster than their references for a round (fastRound,
 // noteFaster): then its m is that of references being taken again.
 func TestAdaptiveFasterProbeAnchors(t *testing.T) {
 	for _, faster := range []bool{false, true} {
@@ -327,7 +327,7 @@ func TestAdaptiveFasterProbeAnchors(t *testing.T) {
 			want = 1
 		}
 		if a.probing || math.Abs(a.baseline-want) > 1e-9 || a.probeEvery != minProbeEvery {
-			t.Errorf("fasterProbe %v: after the verdict probing %v, baseline %v (want %v), next probe in %v rounds (want %d)",
+			t.Errorf("started after a fast round %v: after the verdict probing %v, baseline %v (want %v), next probe in %v rounds (want %d)",
 				faster, a.probing, a.baseline, want, a.probeEvery, minProbeEvery)
 		}
 	}

@@ -89,7 +89,8 @@ const (
 // 18.2 (benchmarks/ADMISSION.md, session 26).
 //
 // Such a probe's verdict of congested references anchors no baseline
-// (fasterProbe): its m is the old references', which its jobs and the next
+// (fastRound, read at the verdict: faster does not move while a probe
+// runs): its m is the old references', which its jobs and the next
 // probes' take again, not what the references will read. Anchored, the
 // baseline stayed near m while they were taken again, the jobs whose
 // references had been taken again read as congested against it, and in 9
@@ -109,9 +110,16 @@ func (a *adaptive) noteFaster() {
 	} else {
 		a.faster = 0
 	}
-	if a.faster >= 1 {
+	if a.fastRound() {
 		a.probeEvery = minProbeEvery
 	}
+}
+
+// fastRound reports whether the jobs at the limit have run faster than
+// their references for a round (noteFaster). faster moves only while no
+// probe runs, so during a probe it reads as the probe started.
+func (a *adaptive) fastRound() bool {
+	return a.faster >= 1
 }
 
 // fasterZ is how many of short's standard errors all must lie below
@@ -128,7 +136,6 @@ const fasterZ = 2
 func (s *Scheduler) startProbeLocked(now int64) {
 	a := s.adaptive
 	a.sinceProbe, a.probing, a.saved, a.mark, a.anchor = 0, true, a.limit, a.limit, 0
-	a.fasterProbe = a.faster >= 1
 	a.probeLog, a.probeN = 0, 0
 	s.setLimitLocked(a.limit*probeDepth, CapacityProbe, now)
 	a.probeLeft = max(s.cfg.Capacity, minProbeSamples)
@@ -166,7 +173,7 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	bound := max(math.Log(a.cfg.Tolerance)/2, verdictZ*math.Sqrt(a.probeChance()))
 	// A probe that faster jobs brought on (noteFaster) and that finds the
 	// references congested anchors nothing: see noteFaster.
-	if a.anchors(m) && !(a.fasterProbe && logM < -bound) {
+	if a.anchors(m) && !(a.fastRound() && logM < -bound) {
 		a.baseline = m
 	}
 	a.floor = 0 // set again below by a sound verdict
