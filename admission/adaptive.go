@@ -177,6 +177,7 @@ type AdaptiveSnapshot struct {
 	Weak      uint64           // completions that did not (no reference yet for their type and job ID)
 	Shedding  bool             // queue-delay shedding is refusing the heaviest keys' arrivals
 	Probing   bool             // a probe has halved the limit for a round (see the package doc)
+	Held      bool             // the limit does not grow: a probe found the references congested after jobs ran faster than them (see the package doc, Probes)
 	History   []CapacityChange // the last CapacityHistory changes, oldest first
 }
 
@@ -210,6 +211,11 @@ type adaptive struct {
 	// one, which brings one more probe: only a second sound verdict in a
 	// row lets the probes go quiet (probe.go).
 	unconfirmed bool
+	// held is set by a verdict of congested references from a probe that
+	// faster jobs brought on (noteFaster) and cleared by the next verdict
+	// that is not congested: meanwhile the limit does not grow, and no
+	// congested verdict anchors the baseline (probe.go).
+	held bool
 	// lowered is set when the limit went below the seats in use (running
 	// work is never pre-empted); the test-only invariant checks then allow
 	// the excess.
@@ -287,7 +293,7 @@ func (a *adaptive) seatsOf(limit float64) int {
 // Congested is short > Tolerance·baseline; the limit then only falls, and
 // otherwise only grows. A round is about limit samples, so one round moves
 // the limit Smoothing of the way to target. An increase needs the seats to
-// have been used (used) and no pressure.
+// have been used (used), no pressure, and the limit not held (held).
 func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 	a := s.adaptive
 	if a.probing {
@@ -327,7 +333,7 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 			return // already below where its samples put it
 		}
 	} else {
-		if !used || s.pressure != nil && s.pressure.value >= 1 {
+		if !used || a.held || s.pressure != nil && s.pressure.value >= 1 {
 			return
 		}
 		target = a.limit + a.cfg.Headroom*math.Sqrt(a.limit)
@@ -456,7 +462,7 @@ func (s *Scheduler) minCapacityLocked() int {
 // snapshotLocked is the controller's part of a Snapshot.
 func (a *adaptive) snapshotLocked(s *Scheduler) *AdaptiveSnapshot {
 	snap := &AdaptiveSnapshot{Limit: a.limit, Min: a.cfg.Min, Max: a.cfg.Max, Inflation: a.short, Baseline: a.baseline,
-		Noise: math.Sqrt(a.noise), Samples: a.samples, Weak: a.weak, Shedding: a.shedding && s.queued > 0, Probing: a.probing,
+		Noise: math.Sqrt(a.noise), Samples: a.samples, Weak: a.weak, Shedding: a.shedding && s.queued > 0, Probing: a.probing, Held: a.held,
 		History: make([]CapacityChange, 0, a.histN)}
 	for i := range a.histN {
 		c := a.hist[(a.histAt+i)%CapacityHistory]

@@ -402,18 +402,22 @@ func TestAdaptiveJobsGetDearer(t *testing.T) {
 // references read the server as calm, and the limit climbs until
 // congestion makes the jobs as slow as their references were, about 2·C,
 // unless something brings a probe: the jobs at the limit running faster
-// than their references for a round does (noteFaster), and the probes
-// take the references again. From 8 s after the change, probes left out,
-// the mean limit is at most 1.25·C (without noteFaster it was about 33
-// for C = 16), and the limit never falls below C/2.
+// than their references for a round does (noteFaster), the probes take the
+// references again, and the limit does not grow while they find them
+// congested (held). Over the 8 s after the change, probes left out, the
+// mean limit is at most 1.375·C (for C = 16 without the hold a median of
+// 21.0 and up to 25.6 in 1,000 runs, the highest limit a median of 29 and
+// up to 40; with it, 17.1 to 17.5 and up to 20.7 in 4,000, the highest 18
+// and up to 30); from 8 s after the change it is at most 1.25·C (without
+// noteFaster it was about 33), and the limit never falls below C/2.
 func TestAdaptiveJobsGetCheaper(t *testing.T) {
 	const c = 16
 	r := costChange(t, c, 2, 1)
-	t.Logf("jobs twice as cheap at %v: from 8s later lowest limit %d, mean %.1f (probes left out); every second %v",
-		costChangeAt, r.lo, r.mean, r.perSecond)
-	if r.mean > 1.25*c || r.lo < c/2 {
-		t.Errorf("from 8s after the jobs got cheaper: mean limit %.1f (want at most %v), lowest %d (want at least %d); every second %v",
-			r.mean, 1.25*c, r.lo, c/2, r.perSecond)
+	t.Logf("jobs twice as cheap at %v: mean limit in the 8s after %.1f; from 8s later lowest %d, mean %.1f (probes left out); every second %v",
+		costChangeAt, r.early, r.lo, r.mean, r.perSecond)
+	if r.early > 1.375*c || r.mean > 1.25*c || r.lo < c/2 {
+		t.Errorf("jobs twice as cheap: mean limit in the 8s after %.1f (want at most %v); from 8s later mean limit %.1f (want at most %v), lowest %d (want at least %d); every second %v",
+			r.early, 1.375*c, r.mean, 1.25*c, r.lo, c/2, r.perSecond)
 	}
 }
 
@@ -421,11 +425,12 @@ func TestAdaptiveJobsGetCheaper(t *testing.T) {
 const costChangeAt = 20 * time.Second
 
 // costChangeResult is what costChange saw: the lowest limit from the
-// change on; from 8 s after it, probes left out, the lowest, the highest
-// and the mean; and the limit every second.
+// change on, and the mean until 8 s after it (early); from then on, probes
+// left out, the lowest, the highest and the mean; and the limit every
+// second.
 type costChangeResult struct {
 	lowest, lo, hi int
-	mean           float64
+	early, mean    float64
 	perSecond      []int
 }
 
@@ -455,6 +460,7 @@ func costChange(t *testing.T, c int, before, after time.Duration) costChangeResu
 			}
 		}
 		r.lowest = slices.Min(res.limits[tick(costChangeAt):])
+		r.early = res.meanLimit(tick(costChangeAt), from)
 		r.mean = res.meanLimit(from, len(res.limits))
 		r.perSecond = everySecond(res.limits)
 	})

@@ -326,10 +326,68 @@ func TestAdaptiveFasterProbeAnchors(t *testing.T) {
 		if faster {
 			want = 1
 		}
-		if a.probing || math.Abs(a.baseline-want) > 1e-9 || a.probeEvery != minProbeEvery {
-			t.Errorf("started after a fast round %v: after the verdict probing %v, baseline %v (want %v), next probe in %v rounds (want %d)",
-				faster, a.probing, a.baseline, want, a.probeEvery, minProbeEvery)
+		if a.probing || math.Abs(a.baseline-want) > 1e-9 || a.probeEvery != minProbeEvery || a.held != faster {
+			t.Errorf("started after a fast round %v: after the verdict probing %v, baseline %v (want %v), next probe in %v rounds (want %d), held %v (want %v)",
+				faster, a.probing, a.baseline, want, a.probeEvery, minProbeEvery, a.held, faster)
 		}
+	}
+}
+
+// TestAdaptiveHeld: a probe that a fast round brought on and that finds
+// the references congested holds the limit: calm samples do not raise it,
+// a congested verdict from a probe that came on its own keeps it held and
+// anchors nothing, and the first verdict that is not congested lets it
+// grow again. A congested step still lowers a held limit.
+func TestAdaptiveHeld(t *testing.T) {
+	s, a := lockedAdaptive(t, 16)
+	verdict := func(x float64, fast bool) {
+		t.Helper()
+		a.probeEvery, a.faster = 1e9, 0
+		if fast {
+			a.faster = 1
+		}
+		s.startProbeLocked(1)
+		a.short, a.probeLeft = x*1.1, 1 // short within Tolerance^1.5 of m: a verdict may anchor
+		s.probeSampleLocked(&job{probed: true}, x, 1)
+		a.short, a.faster = 1, 0
+	}
+	calm := func() (grew bool) {
+		t.Helper()
+		before := a.limit
+		for range 64 {
+			s.stepLocked(true, &job{}, 1, 1)
+		}
+		return a.limit > before
+	}
+	verdict(0.5, true)
+	if !a.held || a.baseline != 1 {
+		t.Fatalf("congested verdict after a fast round: held %v, baseline %v (want true and 1)", a.held, a.baseline)
+	}
+	if calm() {
+		t.Fatalf("held: the limit grew to %v on calm samples", a.limit)
+	}
+	verdict(0.5, false)
+	if !a.held || a.baseline != 1 {
+		t.Fatalf("congested verdict while held: held %v, baseline %v (want true and 1)", a.held, a.baseline)
+	}
+	before := a.limit
+	a.short = 2 // congested: Tolerance·baseline is 1.3
+	s.stepLocked(true, &job{}, 2, 1)
+	if a.limit >= before {
+		t.Fatalf("held: a congested step left the limit at %v (was %v)", a.limit, before)
+	}
+	a.short = 1
+	verdict(1, false)
+	if a.held {
+		t.Fatal("still held after a sound verdict")
+	}
+	if !calm() {
+		t.Fatalf("after a sound verdict the limit stayed at %v on calm samples", a.limit)
+	}
+	// A congested verdict from a probe that came on its own holds nothing.
+	verdict(0.5, false)
+	if a.held {
+		t.Fatal("held after a congested verdict without a fast round")
 	}
 }
 

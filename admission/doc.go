@@ -323,7 +323,8 @@
 //	                                             after a calm round
 //	limit    += Smoothing / limit · (target - limit)
 //	                                             only down when congested, only
-//	                                             up otherwise
+//	                                             up otherwise (and not while
+//	                                             held: Probes, below)
 //
 // The baseline is the inflation of jobs seen at loads the controller holds
 // uncongested: noise, not congestion (1 where seat times do not vary), and
@@ -483,19 +484,26 @@
 // runs), and stayed there: a rise brings no probe. Now a probe comes
 // before the limit has climbed far, its jobs run below the loads the
 // references were taken at and take them again, and probes follow while
-// the jobs at the limit still run faster than theirs: a median of 18.2
-// seats (17.5 to 18.8), and the limit never under 16 outside probes.
+// the jobs at the limit still run faster than theirs. When that probe
+// finds the references congested, the limit is held: it does not grow
+// until a probe finds them not congested, since the jobs at the limit
+// read as calm only against the references not yet taken again. Without
+// the hold the limit climbed by half again each round between the probes,
+// to a median peak of 29 seats in the 8 s after the change (1,000 runs),
+// 35 in a tenth of them; held, 18 (21 in a tenth, in 4,000 runs), and a
+// median of 17.7 seats from 8 s after the change (18.3 without), with
+// less probing (benchmarks/ADMISSION.md, session 27).
 //
 // A verdict also re-anchors the baseline: when short, the inflation at the
 // limit, is at most Tolerance^1.5 times m, the inflation at half of it, the
 // load costs nothing and what inflation there is comes from the references,
 // so the baseline becomes m; the limit then stops falling on stale
 // references while probes take them again. (But not a verdict of congested
-// references from a probe that faster jobs brought on: its m is that of
-// references its jobs and the next probes' take again, and against a
-// baseline anchored there the jobs whose references were taken again read
-// as congested; in 9 runs of 600 of the cheaper jobs the limit fell to 3 to
-// 10 seats for 5 s and more.) Where seat times vary, m is
+// references while the limit is held: its m is that of references its
+// jobs and the next probes' take again, and against a baseline anchored
+// there the jobs whose references were taken again read as congested; in
+// 9 runs of 600 of the cheaper jobs the limit fell to 3 to 10 seats for 5
+// s and more.) Where seat times vary, m is
 // first moved back towards the baseline by what chance explains of the
 // gap (beyondChance): a probe's few jobs' mean strays by chance, and one
 // that strayed low had set a baseline against which every load read as
@@ -640,7 +648,10 @@
 //     capacity, or a PressureSource, serves better. Noise is how much seat
 //     times vary by themselves (the standard deviation of their log): near
 //     0 the limit settles at about Tolerance·C; at 0.5, benchmarks/adaptive's
-//     noisy scenario, well above it (above).
+//     noisy scenario, well above it (above). Held is a limit that does not
+//     grow while probes take again references that read too slow for the
+//     jobs (after the jobs all got cheaper, say); it ends at the first
+//     probe that finds them not congested.
 //   - fairseat.seats.limit.changes counts the changes by reason: increase
 //     and decrease are the control law's, probe comes in pairs (halve,
 //     restore) about every ProbeInterval rounds once the references are

@@ -47,7 +47,9 @@ import "math"
 // after a stale one), the fall is congestion, and the limit may go on
 // falling to the probe's own limit without another (explainFall). And a
 // round for which the jobs at the limit ran faster than their references
-// brings the next probe within minProbeEvery rounds too (noteFaster).
+// brings the next probe within minProbeEvery rounds too (noteFaster); if it
+// finds the references congested, the limit is held (no growth) until a
+// probe finds them not congested.
 
 // A probe sets the limit to probeDepth of itself: below the true capacity
 // C from any limit under 2·C, so its jobs take their uncongested time;
@@ -88,9 +90,22 @@ const (
 // while the jobs at the limit still run faster than theirs: a median of
 // 18.2 (benchmarks/ADMISSION.md, session 26).
 //
-// Such a probe's verdict of congested references anchors no baseline
-// (fastRound, read at the verdict: faster does not move while a probe
-// runs): its m is the old references', which its jobs and the next
+// Such a probe's verdict of congested references holds the limit (held;
+// fastRound, read at the verdict: faster does not move while a probe
+// runs): it does not grow until a verdict that is not congested. The jobs
+// at the limit read as calm only against the references not yet taken
+// again, and between the probes the limit grew by half again each calm
+// round (fastGrowth): in TestAdaptiveJobsGetCheaper's scenario it peaked
+// at a median of 29 seats in the 8 s after the change (1,000 runs; 40 at
+// most), and came back down only as the probes took the references again,
+// late enough in 3 runs of 12,600 for the test to fail (a mean above 20
+// seats from 8 s after the change). Held, it peaks at 18 seats (30 at
+// most in 6,000 runs: a sound verdict by chance ends the hold early), and
+// the ticks spent probing from the change on fall from a median of 27 %
+// to 15 to 16 % (benchmarks/ADMISSION.md, session 27).
+//
+// While the limit is held, a verdict of congested references anchors no
+// baseline: its m is the old references', which its jobs and the next
 // probes' take again, not what the references will read. Anchored, the
 // baseline stayed near m while they were taken again, the jobs whose
 // references had been taken again read as congested against it, and in 9
@@ -172,13 +187,17 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	// The verdict's bound: m beyond sqrt(Tolerance), and beyond chance.
 	bound := max(math.Log(a.cfg.Tolerance)/2, verdictZ*math.Sqrt(a.probeChance()))
 	// A probe that faster jobs brought on (noteFaster) and that finds the
-	// references congested anchors nothing: see noteFaster.
-	if a.anchors(m) && !(a.fastRound() && logM < -bound) {
+	// references congested holds the limit, until a verdict that is not
+	// congested; while held, a congested verdict anchors nothing: see
+	// noteFaster.
+	congested := logM < -bound
+	a.held = congested && (a.held || a.fastRound())
+	if a.anchors(m) && !(congested && a.held) {
 		a.baseline = m
 	}
 	a.floor = 0 // set again below by a sound verdict
 	switch {
-	case logM < -bound:
+	case congested:
 		a.probeEvery = minProbeEvery // congested references: probe again soon
 	case logM > bound:
 		a.probeEvery = minProbeEvery // stale references (dearer jobs): probe again soon
