@@ -363,6 +363,9 @@ func TestAdaptiveHeld(t *testing.T) {
 	if !a.held || a.baseline != 1 {
 		t.Fatalf("congested verdict after a fast round: held %v, baseline %v (want true and 1)", a.held, a.baseline)
 	}
+	if snap := a.snapshotLocked(s); !snap.Held || !debugView(Snapshot{Adaptive: snap}).Adaptive.Held {
+		t.Fatal("held, but the snapshot or the debug page's JSON says not")
+	}
 	if calm() {
 		t.Fatalf("held: the limit grew to %v on calm samples", a.limit)
 	}

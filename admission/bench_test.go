@@ -163,28 +163,52 @@ func BenchmarkSaturated(b *testing.B) {
 			return nil
 		})
 	})
-	b.Run("impl=fairseat", func(b *testing.B) {
-		s := benchScheduler(b, Config{Capacity: saturatedCapacity}, benchTypeConfig)
-		reqs := make([]Request, saturatedGoroutines)
-		for g := range reqs {
-			reqs[g] = Request{
-				Type:        benchType,
-				JobID:       "repo-" + strconv.Itoa(g), // no conflicts: one repository per goroutine
-				FairnessKey: "client-" + strconv.Itoa(g%saturatedKeys),
-			}
+	for _, v := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"impl=fairseat", Config{Capacity: saturatedCapacity}},
+		// Adaptive capacity pinned at the same seats (Min = Max): every
+		// completion feeds the controller (inflation.go, adaptive.go,
+		// probe.go), and the seats stay those of the fixed capacity, so the
+		// difference is the controller's cost per admission.
+		{"impl=fairseat-adaptive", Config{Adaptive: &AdaptiveConfig{Min: saturatedCapacity, Max: saturatedCapacity, Initial: saturatedCapacity}}},
+	} {
+		b.Run(v.name, func(b *testing.B) { benchSaturatedFairseat(b, v.cfg) })
+	}
+}
+
+// benchSaturatedFairseat is BenchmarkSaturated's run of a fairseat
+// scheduler of configuration cfg: saturatedGoroutines goroutines, one
+// repository each, over saturatedKeys fairness keys.
+func benchSaturatedFairseat(b *testing.B, cfg Config) {
+	ctx := context.Background()
+	s := benchScheduler(b, cfg, benchTypeConfig)
+	reqs := make([]Request, saturatedGoroutines)
+	for g := range reqs {
+		reqs[g] = Request{
+			Type:        benchType,
+			JobID:       "repo-" + strconv.Itoa(g), // no conflicts: one repository per goroutine
+			FairnessKey: "client-" + strconv.Itoa(g%saturatedKeys),
 		}
-		runSaturated(b, func(g int) error {
-			p, err := s.Acquire(ctx, reqs[g])
-			if err != nil {
-				return err
-			}
-			p.Release()
-			return nil
-		})
-		if snap := s.Snapshot(); snap.InUse != 0 || snap.Queued != 0 || snap.Counters.Admitted != snap.Counters.Completed {
-			b.Fatalf("scheduler not drained: %+v", snap.Counters)
+	}
+	runSaturated(b, func(g int) error {
+		p, err := s.Acquire(ctx, reqs[g])
+		if err != nil {
+			return err
 		}
+		p.Release()
+		return nil
 	})
+	snap := s.Snapshot()
+	if snap.InUse != 0 || snap.Queued != 0 || snap.Counters.Admitted != snap.Counters.Completed {
+		b.Fatalf("scheduler not drained: %+v", snap.Counters)
+	}
+	if a := snap.Adaptive; a != nil {
+		// The share of admissions that fed the controller (the first of
+		// each repository has no reference yet).
+		b.ReportMetric(float64(a.Samples)/float64(b.N), "samples/op")
+	}
 }
 
 // ---------------------------------------------------------------------------
