@@ -185,21 +185,25 @@ type AdaptiveSnapshot struct {
 // Scheduler.mu (SetAdaptiveBounds); every other field is guarded by it too.
 //
 // Invariants: cfg.Min <= limit <= cfg.Max; Scheduler.cfg.Capacity ==
-// seatsOf(limit); every float is finite, baseline, short and all > 0
-// (they move in log), and the other averages, counts of rounds and limits
-// >= 0 (a NaN would compare false both ways and round to Min);
+// seatsOf(limit); every float is finite (the geometric averages are kept
+// as their logs, so they may be any number), and the other averages,
+// counts of rounds and limits >= 0 (a NaN would compare false both ways
+// and round to Min);
 // hist[(histAt+i) % CapacityHistory] for i < histN are the last histN
 // changes, oldest first, each from where the one before left the capacity
 // to another value, the last to Scheduler.cfg.Capacity (their times need
 // not be in order: see CapacityChange.Time). checkInvariantsLocked checks
 // them (FuzzAdaptive drives it).
 type adaptive struct {
-	cfg      AdaptiveConfig
-	limit    float64
-	short    float64 // EMA in log of sample inflation over about one round (limit samples)
-	all      float64 // short, with the samples that measure their references too (noteFaster)
+	cfg   AdaptiveConfig
+	limit float64
+	// The package doc's geometric averages short, all and the baseline are
+	// kept as their logs: each sample moves one by a multiply-add (inflation.go).
+	logShort float64 // short: EMA of the log inflation of samples over about one round (limit samples)
+	logAll   float64 // all: short's, with the samples that measure their references too (noteFaster)
 	load     float64 // EMA of the same samples' loads (job.load), with short's weights
-	baseline float64 // EMA in log of the inflation of samples at or below their reference's load; a probe may re-anchor it
+	logBase  float64 // the baseline: EMA of the log inflation of samples at or below their reference's load; a probe may re-anchor it
+	logTol   float64 // log of cfg.Tolerance
 	noise    float64 // EMA of the variance of a job's log seat time at a given load (noteNoise)
 	pairs    uint64  // the pairs of samples noise has taken (noiseKnown)
 	calm     float64 // rounds (a sample adds 1/limit) since short was last above sqrt(Tolerance)·baseline (not probing)
@@ -269,7 +273,7 @@ type capacityChange struct {
 
 func newAdaptive(c AdaptiveConfig) *adaptive {
 	l := float64(c.Initial)
-	return &adaptive{cfg: c, limit: l, short: 1, all: 1, load: l, baseline: 1, probeEvery: minProbeEvery, mark: l}
+	return &adaptive{cfg: c, limit: l, load: l, logTol: math.Log(c.Tolerance), probeEvery: minProbeEvery, mark: l}
 }
 
 // seatsOf is a limit rounded to whole seats, within the bounds.
@@ -278,7 +282,8 @@ func (a *adaptive) seatsOf(limit float64) int {
 }
 
 // stepLocked moves the limit by one sample's share of a round, or runs a
-// probe (probe.go); j is the sample's job and x its inflation.
+// probe (probe.go); j is the sample's job and lx the log of its inflation
+// x (-Inf for a job of no measurable time).
 //
 //	implied = load · Tolerance · baseline / short
 //	target  = max(implied·e^se, limit/2)     if congested (se: shortError,
@@ -294,10 +299,10 @@ func (a *adaptive) seatsOf(limit float64) int {
 // otherwise only grows. A round is about limit samples, so one round moves
 // the limit Smoothing of the way to target. An increase needs the seats to
 // have been used (used), no pressure, and the limit not held (held).
-func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
+func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 	a := s.adaptive
 	if a.probing {
-		s.probeSampleLocked(j, x, now)
+		s.probeSampleLocked(j, lx, now)
 		return
 	}
 	if used {
@@ -307,8 +312,8 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 		s.startProbeLocked(now)
 		return
 	}
-	noise := math.Sqrt(a.cfg.Tolerance) * a.baseline // inflation past this is more than noise
-	if a.short > noise {
+	noise := a.logTol/2 + a.logBase // log inflation past this is more than noise
+	if a.logShort > noise {
 		a.calm = 0
 	} else {
 		a.calm += 1 / max(a.limit, 1)
@@ -318,12 +323,14 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 	// jobs would take Tolerance times their references, inflation being
 	// taken as proportional to load. It is measured at the samples' own
 	// load, not at the limit, which the samples trail by a round or so.
-	implied := a.load * a.cfg.Tolerance * a.baseline / a.short
+	//
+	// gap is log(Tolerance·baseline/short), so implied = load·e^gap.
+	gap := a.logTol + a.logBase - a.logShort
 	var target float64
-	if a.short > a.cfg.Tolerance*a.baseline {
+	if a.logShort > a.logTol+a.logBase {
 		// Where seat times vary, a round's short strays by chance: the
 		// cut goes only as far as short one standard error lower implies.
-		target = max(0.5*a.limit, implied*math.Exp(a.shortError()))
+		target = max(0.5*a.limit, a.load*math.Exp(gap+a.shortError()))
 		if a.floor > 0 && target < a.floor && a.limit > a.floor {
 			// Below the load the last sound probe found the server
 			// keeping up at, only a probe may take the limit (setFloor).
@@ -337,8 +344,8 @@ func (s *Scheduler) stepLocked(used bool, j *job, x float64, now int64) {
 			return
 		}
 		target = a.limit + a.cfg.Headroom*math.Sqrt(a.limit)
-		if x > noise {
-			target = min(target, implied)
+		if lx > noise {
+			target = min(target, a.load*math.Exp(gap))
 		}
 		if a.calm >= 1 {
 			target = max(target, fastGrowth*a.limit)
@@ -461,7 +468,7 @@ func (s *Scheduler) minCapacityLocked() int {
 
 // snapshotLocked is the controller's part of a Snapshot.
 func (a *adaptive) snapshotLocked(s *Scheduler) *AdaptiveSnapshot {
-	snap := &AdaptiveSnapshot{Limit: a.limit, Min: a.cfg.Min, Max: a.cfg.Max, Inflation: a.short, Baseline: a.baseline,
+	snap := &AdaptiveSnapshot{Limit: a.limit, Min: a.cfg.Min, Max: a.cfg.Max, Inflation: math.Exp(a.logShort), Baseline: math.Exp(a.logBase),
 		Noise: math.Sqrt(a.noise), Samples: a.samples, Weak: a.weak, Shedding: a.shedding && s.queued > 0, Probing: a.probing, Held: a.held,
 		History: make([]CapacityChange, 0, a.histN)}
 	for i := range a.histN {

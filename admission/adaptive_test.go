@@ -215,9 +215,9 @@ func TestAdaptiveTarget(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, a := lockedAdaptive(t, 16)
-			a.limit, a.load, a.short, a.calm, a.mark = c.limit, c.load, c.short, c.calm, c.limit
+			a.limit, a.load, a.logShort, a.calm, a.mark = c.limit, c.load, math.Log(c.short), c.calm, c.limit
 			a.probeEvery = 1e9
-			s.stepLocked(c.used, &job{}, c.x, 1)
+			s.stepLocked(c.used, &job{}, math.Log(c.x), 1)
 			want := c.limit
 			if c.target != 0 {
 				want = c.limit + 0.5/c.limit*(c.target-c.limit)
@@ -250,15 +250,15 @@ func lockedAdaptive(t *testing.T, initial int) (*Scheduler, *adaptive) {
 func TestAdaptiveZeroSeatTimes(t *testing.T) {
 	s, a := lockedAdaptive(t, 1)
 	a.probing, a.saved, a.probeLeft = true, 1, 1
-	s.stepLocked(true, &job{probed: true}, 0, 1) // the probe's last job, and its verdict
-	if a.probing || a.baseline != 1 || a.probeEvery != DefaultAdaptiveProbeInterval {
+	s.stepLocked(true, &job{probed: true}, math.Inf(-1), 1) // the probe's last job, of no time, and its verdict
+	if a.probing || a.logBase != 0 || a.probeEvery != DefaultAdaptiveProbeInterval {
 		t.Fatalf("after the probe: probing %v, baseline %v, next in %v rounds (want false, 1 and %d)",
-			a.probing, a.baseline, a.probeEvery, DefaultAdaptiveProbeInterval)
+			a.probing, math.Exp(a.logBase), a.probeEvery, DefaultAdaptiveProbeInterval)
 	}
 	e := &costEntry{ref: 0.1, refLoad: 1, at: 1}
 	s.sampleLocked(&job{cost: e, load: 1}, 0, 1)
-	if a.short != 1 || a.baseline != 1 || math.IsNaN(a.limit) || a.limit < 1 || a.limit > 100 {
-		t.Fatalf("after a completion of no time: short %v, baseline %v (want 1), limit %v (want a number in [1, 100])", a.short, a.baseline, a.limit)
+	if a.logShort != 0 || a.logBase != 0 || math.IsNaN(a.limit) || a.limit < 1 || a.limit > 100 {
+		t.Fatalf("after a completion of no time: short %v, baseline %v (want 1), limit %v (want a number in [1, 100])", math.Exp(a.logShort), math.Exp(a.logBase), a.limit)
 	}
 }
 
@@ -272,10 +272,11 @@ func TestAdaptiveExplainedFall(t *testing.T) {
 	must(t, err)
 	// The probe found the limit at 14, ran at 7, and its jobs took their
 	// references (m = 1) while short was still 2 (the fall goes on).
-	a := &adaptive{cfg: cfg, limit: 7, saved: 14, mark: 14, short: 2, baseline: 1.05}
+	a := newAdaptive(cfg)
+	a.limit, a.saved, a.mark, a.logShort, a.logBase = 7, 14, 14, math.Log(2), math.Log(1.05)
 	a.explainFall(1)
-	if a.mark != 7 || a.anchor != 1 || a.baseline != 1.05 {
-		t.Fatalf("after the verdict: mark %v (want 7), anchor %v (want 1), baseline %v (want 1.05 until short comes down)", a.mark, a.anchor, a.baseline)
+	if a.mark != 7 || a.anchor != 1 || !near(math.Exp(a.logBase), 1.05) {
+		t.Fatalf("after the verdict: mark %v (want 7), anchor %v (want 1), baseline %v (want 1.05 until short comes down)", a.mark, a.anchor, math.Exp(a.logBase))
 	}
 	for _, st := range []struct {
 		short, limit   float64
@@ -287,10 +288,10 @@ func TestAdaptiveExplainedFall(t *testing.T) {
 		{1.12, 9, 1, 7},
 		{1.1, 14.5, 1, 14}, // back above 14: the fall is over
 	} {
-		a.short, a.limit = st.short, st.limit
+		a.logShort, a.limit = math.Log(st.short), st.limit
 		a.followFall()
-		if a.baseline != st.baseline || a.mark != st.mark {
-			t.Fatalf("short %v, limit %v: baseline %v, mark %v, want %v and %v", st.short, st.limit, a.baseline, a.mark, st.baseline, st.mark)
+		if !near(math.Exp(a.logBase), st.baseline) || a.mark != st.mark {
+			t.Fatalf("short %v, limit %v: baseline %v, mark %v, want %v and %v", st.short, st.limit, math.Exp(a.logBase), a.mark, st.baseline, st.mark)
 		}
 	}
 	if a.anchor != 0 {
@@ -298,7 +299,8 @@ func TestAdaptiveExplainedFall(t *testing.T) {
 	}
 	// Short low enough at the verdict: the baseline is re-anchored there
 	// (probeSampleLocked), nothing waits.
-	b := &adaptive{cfg: cfg, limit: 7, saved: 14, mark: 14, short: 1.1, baseline: 1}
+	b := newAdaptive(cfg)
+	b.limit, b.saved, b.mark, b.logShort = 7, 14, 14, math.Log(1.1)
 	b.explainFall(1)
 	if b.anchor != 0 || b.mark != 7 {
 		t.Errorf("verdict with short 1.1: anchor %v (want 0), mark %v (want 7)", b.anchor, b.mark)
@@ -319,16 +321,16 @@ func TestAdaptiveFasterProbeAnchors(t *testing.T) {
 			a.faster = 1
 		}
 		s.startProbeLocked(1)
-		a.short = 0.55 // within Tolerance^1.5 of m: the load costs nothing
+		a.logShort = math.Log(0.55) // within Tolerance^1.5 of m: the load costs nothing
 		a.probeLeft = 1
-		s.probeSampleLocked(&job{probed: true}, 0.5, 1)
+		s.probeSampleLocked(&job{probed: true}, math.Log(0.5), 1)
 		want := 0.5
 		if faster {
 			want = 1
 		}
-		if a.probing || math.Abs(a.baseline-want) > 1e-9 || a.probeEvery != minProbeEvery || a.held != faster {
+		if a.probing || math.Abs(math.Exp(a.logBase)-want) > 1e-9 || a.probeEvery != minProbeEvery || a.held != faster {
 			t.Errorf("started after a fast round %v: after the verdict probing %v, baseline %v (want %v), next probe in %v rounds (want %d), held %v (want %v)",
-				faster, a.probing, a.baseline, want, a.probeEvery, minProbeEvery, a.held, faster)
+				faster, a.probing, math.Exp(a.logBase), want, a.probeEvery, minProbeEvery, a.held, faster)
 		}
 	}
 }
@@ -347,21 +349,21 @@ func TestAdaptiveHeld(t *testing.T) {
 			a.faster = 1
 		}
 		s.startProbeLocked(1)
-		a.short, a.probeLeft = x*1.1, 1 // short within Tolerance^1.5 of m: a verdict may anchor
-		s.probeSampleLocked(&job{probed: true}, x, 1)
-		a.short, a.faster = 1, 0
+		a.logShort, a.probeLeft = math.Log(x*1.1), 1 // short within Tolerance^1.5 of m: a verdict may anchor
+		s.probeSampleLocked(&job{probed: true}, math.Log(x), 1)
+		a.logShort, a.faster = 0, 0
 	}
 	calm := func() (grew bool) {
 		t.Helper()
 		before := a.limit
 		for range 64 {
-			s.stepLocked(true, &job{}, 1, 1)
+			s.stepLocked(true, &job{}, 0, 1) // inflation 1
 		}
 		return a.limit > before
 	}
 	verdict(0.5, true)
-	if !a.held || a.baseline != 1 {
-		t.Fatalf("congested verdict after a fast round: held %v, baseline %v (want true and 1)", a.held, a.baseline)
+	if !a.held || a.logBase != 0 {
+		t.Fatalf("congested verdict after a fast round: held %v, baseline %v (want true and 1)", a.held, math.Exp(a.logBase))
 	}
 	if snap := a.snapshotLocked(s); !snap.Held || !debugView(Snapshot{Adaptive: snap}).Adaptive.Held {
 		t.Fatal("held, but the snapshot or the debug page's JSON says not")
@@ -370,16 +372,16 @@ func TestAdaptiveHeld(t *testing.T) {
 		t.Fatalf("held: the limit grew to %v on calm samples", a.limit)
 	}
 	verdict(0.5, false)
-	if !a.held || a.baseline != 1 {
-		t.Fatalf("congested verdict while held: held %v, baseline %v (want true and 1)", a.held, a.baseline)
+	if !a.held || a.logBase != 0 {
+		t.Fatalf("congested verdict while held: held %v, baseline %v (want true and 1)", a.held, math.Exp(a.logBase))
 	}
 	before := a.limit
-	a.short = 2 // congested: Tolerance·baseline is 1.3
-	s.stepLocked(true, &job{}, 2, 1)
+	a.logShort = math.Log(2) // congested: Tolerance·baseline is 1.3
+	s.stepLocked(true, &job{}, math.Log(2), 1)
 	if a.limit >= before {
 		t.Fatalf("held: a congested step left the limit at %v (was %v)", a.limit, before)
 	}
-	a.short = 1
+	a.logShort = 0
 	verdict(1, false)
 	if a.held {
 		t.Fatal("still held after a sound verdict")
@@ -422,10 +424,10 @@ func TestAdaptiveSoundAfterStale(t *testing.T) {
 		{1, minProbeEvery, 4},
 		{1, quiet, 4},
 	} {
-		a.short, a.baseline = st.x, st.x // so that the probe's m anchors
+		a.logShort, a.logBase = math.Log(st.x), math.Log(st.x) // so that the probe's m anchors
 		s.startProbeLocked(s.now())
 		for a.probing {
-			s.probeSampleLocked(j, st.x, s.now())
+			s.probeSampleLocked(j, math.Log(st.x), s.now())
 		}
 		if a.probeEvery != st.every || a.epoch != st.epoch {
 			t.Fatalf("probe %d (inflation %v): next in %v rounds, epoch %d; want %v and %d", i, st.x, a.probeEvery, a.epoch, st.every, st.epoch)
@@ -441,10 +443,10 @@ func TestAdaptiveSoundAfterStale(t *testing.T) {
 func TestAdaptiveFloor(t *testing.T) {
 	s, a := lockedAdaptive(t, 20)
 	probe := func(x float64) {
-		a.short, a.baseline = x, x
+		a.logShort, a.logBase = math.Log(x), math.Log(x)
 		s.startProbeLocked(s.now())
 		for a.probing {
-			s.probeSampleLocked(&job{probed: true}, x, s.now())
+			s.probeSampleLocked(&job{probed: true}, math.Log(x), s.now())
 		}
 	}
 	probe(1) // sound, at 10 seats
@@ -453,21 +455,21 @@ func TestAdaptiveFloor(t *testing.T) {
 	}
 	// Congested threefold at 20: the target would be 10 (halved); the
 	// floor is 9.09, so the cut is as before.
-	a.limit, a.load, a.short, a.baseline, a.mark, a.probeEvery = 20, 20, 3, 1, 20, 1e9
-	s.stepLocked(true, &job{}, 3, 1)
+	a.limit, a.load, a.logShort, a.logBase, a.mark, a.probeEvery = 20, 20, math.Log(3), 0, 20, 1e9
+	s.stepLocked(true, &job{}, math.Log(3), 1)
 	if want := 20 + 0.5/20*(10-20); math.Abs(a.limit-want) > 1e-9 || a.probeEvery != 1e9 {
 		t.Fatalf("cut above the floor: limit %v, next probe in %v rounds; want %v and 1e9", a.limit, a.probeEvery, want)
 	}
 	// At 12, congested threefold: the target 6 is under the floor, so 9.09,
 	// and the next probe comes soon.
 	a.limit, a.load, a.mark, a.probeEvery = 12, 12, 12, 1e9
-	s.stepLocked(true, &job{}, 3, 1)
+	s.stepLocked(true, &job{}, math.Log(3), 1)
 	if want := 12 + 0.5/12*(a.floor-12); math.Abs(a.limit-want) > 1e-9 || a.probeEvery != minProbeEvery {
 		t.Fatalf("cut stopped by the floor: limit %v, next probe in %v rounds; want %v and %d", a.limit, a.probeEvery, want, minProbeEvery)
 	}
 	// Under the floor already: cut as if there were none.
 	a.limit, a.load, a.mark, a.probeEvery = 8, 8, 8, 1e9
-	s.stepLocked(true, &job{}, 3, 1)
+	s.stepLocked(true, &job{}, math.Log(3), 1)
 	if want := 8 + 0.5/8*(4-8); math.Abs(a.limit-want) > 1e-9 {
 		t.Fatalf("cut under the floor: limit %v, want %v", a.limit, want)
 	}
@@ -501,7 +503,7 @@ func TestAdaptiveBeyondChance(t *testing.T) {
 		{"spread 0.5, m within chance (gap 0.16, se 0.24): the baseline", 0.25, 0.85, 1},
 		{"spread 0.5, m twice: most of the way", 0.25, 2, math.Exp(math.Log(2) * (1 - 0.5/9/(math.Log(2)*math.Log(2))))},
 	} {
-		a := &adaptive{baseline: 1, noise: c.noise, probeN: 9}
+		a := &adaptive{noise: c.noise, probeN: 9} // the baseline 1 (log 0)
 		if got := a.beyondChance(math.Log(c.m)); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
@@ -706,9 +708,10 @@ func TestAdaptiveNoteFaster(t *testing.T) {
 		{"a round within chance", 100, 0.05, []float64{0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75}, false},
 		{"a round beyond chance", 100, 0.05, []float64{0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7}, true},
 	} {
-		a := &adaptive{cfg: AdaptiveConfig{Tolerance: 1.1}, limit: limit, short: 1, baseline: 1, noise: c.noise, pairs: c.pairs, probeEvery: 1000}
+		a := newAdaptive(AdaptiveConfig{Tolerance: 1.1})
+		a.limit, a.noise, a.pairs, a.probeEvery = limit, c.noise, c.pairs, 1000
 		for _, all := range c.all {
-			a.all = all
+			a.logAll = math.Log(all)
 			a.noteFaster()
 		}
 		if got := a.probeEvery == minProbeEvery; got != c.probe {

@@ -85,20 +85,30 @@ func BenchmarkUncontended(b *testing.B) {
 		}
 		reportMallocs(b, m0, b.N)
 	})
-	b.Run("impl=fairseat", func(b *testing.B) {
-		s := benchScheduler(b, Config{Capacity: 4}, benchTypeConfig)
-		r := Request{Type: benchType, JobID: "repo-0", FairnessKey: "client-0"}
-		b.ReportAllocs()
-		m0 := mallocs()
-		for b.Loop() {
-			p, err := s.Acquire(ctx, r)
-			if err != nil {
-				b.Fatal(err)
+	for _, v := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"impl=fairseat", Config{Capacity: 4}},
+		// Adaptive capacity pinned at the same seats: each Release feeds
+		// the controller (see BenchmarkSaturated).
+		{"impl=fairseat-adaptive", Config{Adaptive: &AdaptiveConfig{Min: 4, Max: 4, Initial: 4}}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			s := benchScheduler(b, v.cfg, benchTypeConfig)
+			r := Request{Type: benchType, JobID: "repo-0", FairnessKey: "client-0"}
+			b.ReportAllocs()
+			m0 := mallocs()
+			for b.Loop() {
+				p, err := s.Acquire(ctx, r)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Release()
 			}
-			p.Release()
-		}
-		reportMallocs(b, m0, b.N)
-	})
+			reportMallocs(b, m0, b.N)
+		})
+	}
 }
 
 // ---------------------------------------------------------------------------

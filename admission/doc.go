@@ -341,8 +341,10 @@
 // plain ratio averages more than 1 by an amount that depends on how the
 // reference was taken (e^noise, 1.28 at a log-normal spread of 0.5, when
 // it is one seat time), so plain means read noise as inflation, and by
-// different amounts in different averages. A job of
-// no measurable time has no log and moves none of them. A round is about
+// different amounts in different averages (the controller keeps short,
+// all and the baseline as their logs, so a sample moves each by one
+// multiply-add). A job of no measurable time has no log and moves none of
+// them. A round is about
 // limit samples, so a round moves the limit Smoothing of the way to
 // target, and the limit settles where jobs take Tolerance times their
 // references: on a server whose seat times are flat up to a capacity C

@@ -36,15 +36,15 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	a.samples++
 	x := observed / e.ref
 	a.noteNoise(e, observed, j.load)
-	// The averages are geometric (moved in log, geoMove): see the package
-	// doc. A job of no measurable time (x = 0, as in a synctest bubble)
-	// has no log and moves none of them; lx is then -Inf.
+	// The averages are geometric, kept and moved in log (logMove): see the
+	// package doc. A job of no measurable time (x = 0, as in a synctest
+	// bubble) has no log and moves none of them; lx is then -Inf.
 	lx := math.Log(x)
 	// A sample that measures its reference, not the server, stays out of
 	// the baseline, and out of short once the noise is known (measuresRef).
 	refOnly := a.measuresRef(lx)
 	if uncongested && j.load <= e.refLoad && !refOnly {
-		a.baseline = geoMove(a.baseline, lx, baselineAlpha)
+		a.logBase = logMove(a.logBase, lx, baselineAlpha)
 	}
 	// The jobs a probe admitted ran at half the limit: they measure the
 	// references, not the congestion at the limit, and would read as a
@@ -53,24 +53,24 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	// too (noteFaster reads it).
 	if !j.probed && x > 0 {
 		w := 2 / (max(a.limit, minShortSamples) + 1)
-		a.all = geoMove(a.all, lx, w)
+		a.logAll = logMove(a.logAll, lx, w)
 		if !(refOnly && a.noiseKnown()) {
-			a.short = geoMove(a.short, lx, w)
+			a.logShort = logMove(a.logShort, lx, w)
 			a.load += w * (float64(j.load) - a.load)
 		}
 	}
 	a.followFall()
-	s.stepLocked(used, j, x, now)
+	s.stepLocked(used, j, lx, now)
 	return uncongested || j.load < e.refLoad && (x < 1 || e.refEpoch != a.epoch)
 }
 
 // baselineAlpha is the weight of one sample in the noise baseline.
 const baselineAlpha = 0.05
 
-// geoMove moves v, a geometric mean (v > 0), by weight w towards e^lx:
+// logMove moves l, the log of a geometric mean, by weight w towards lx:
 // an exponential moving average of the log.
-func geoMove(v, lx, w float64) float64 {
-	return v * math.Exp(w*(lx-math.Log(v)))
+func logMove(l, lx, w float64) float64 {
+	return l + w*(lx-l)
 }
 
 // measuresRef reports whether a sample of log inflation lx measures its
@@ -214,6 +214,6 @@ func (e *costEntry) updateRef(observed float64, load int32, alpha float64, epoch
 	case e.ref == 0 || load < e.refLoad:
 		e.ref, e.refLoad, e.refEpoch = observed, load, epoch
 	case load == e.refLoad && observed > 0:
-		e.ref = geoMove(e.ref, math.Log(observed), alpha)
+		e.ref = math.Exp(logMove(math.Log(e.ref), math.Log(observed), alpha))
 	}
 }

@@ -70,8 +70,8 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			value float64
 			least float64 // the value is at least this
 		}{
-			{"limit", a.limit, float64(a.cfg.Min)}, {"short", a.short, math.SmallestNonzeroFloat64}, {"load", a.load, 0}, {"baseline", a.baseline, math.SmallestNonzeroFloat64},
-			{"noise", a.noise, 0}, {"calm", a.calm, 0}, {"faster", a.faster, 0}, {"all", a.all, math.SmallestNonzeroFloat64}, {"sinceProbe", a.sinceProbe, 0}, {"mark", a.mark, 0},
+			{"limit", a.limit, float64(a.cfg.Min)}, {"logShort", a.logShort, -math.MaxFloat64}, {"load", a.load, 0}, {"logBase", a.logBase, -math.MaxFloat64},
+			{"noise", a.noise, 0}, {"calm", a.calm, 0}, {"faster", a.faster, 0}, {"logAll", a.logAll, -math.MaxFloat64}, {"sinceProbe", a.sinceProbe, 0}, {"mark", a.mark, 0},
 			{"anchor", a.anchor, 0}, {"saved", a.saved, 0}, {"probeLog", a.probeLog, -math.MaxFloat64}, {"floor", a.floor, 0},
 		} {
 			if !(v.value >= v.least) || math.IsInf(v.value, 0) {

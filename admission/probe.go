@@ -120,7 +120,7 @@ const (
 // and 5 to 2 and 5 in session 26, the worst 12.81 and 12.84 seats against
 // 12.94 and 12.91).
 func (a *adaptive) noteFaster() {
-	if a.noiseKnown() && a.all < a.baseline/a.cfg.Tolerance*math.Exp(-fasterZ*a.shortError()) {
+	if a.noiseKnown() && a.logAll < a.logBase-a.logTol-fasterZ*a.shortError() {
 		a.faster += 1 / max(a.limit, 1)
 	} else {
 		a.faster = 0
@@ -156,18 +156,18 @@ func (s *Scheduler) startProbeLocked(now int64) {
 	a.probeLeft = max(s.cfg.Capacity, minProbeSamples)
 }
 
-// probeSampleLocked counts the sample of j, of inflation x, into the
+// probeSampleLocked counts the sample of j, of log inflation lx, into the
 // running probe if the probe admitted j, and ends the probe after a round
 // of such samples: the limit is restored, and the probe's verdict on the
 // references sets when the next one comes and may re-anchor the baseline.
-func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
+func (s *Scheduler) probeSampleLocked(j *job, lx float64, now int64) {
 	a := s.adaptive
 	if !j.probed { // admitted before the probe lowered the limit
 		return
 	}
 	a.probeLeft--
-	if x > 0 { // a job of no measurable time has no log: it counts towards the round only
-		a.probeLog += math.Log(x)
+	if !math.IsInf(lx, -1) { // a job of no measurable time has no log: it counts towards the round only
+		a.probeLog += lx
 		a.probeN++
 	}
 	if a.probeLeft > 0 {
@@ -193,7 +193,7 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 	congested := logM < -bound
 	a.held = congested && (a.held || a.fastRound())
 	if a.anchors(m) && !(congested && a.held) {
-		a.baseline = m
+		a.logBase = math.Log(m)
 	}
 	a.floor = 0 // set again below by a sound verdict
 	switch {
@@ -234,12 +234,12 @@ func (s *Scheduler) probeSampleLocked(j *job, x float64, now int64) {
 // limit below C went from 6 to 0 (worst 12.877 to 12.930 seats), and the
 // thrashing slow disk's median of 20 draws from 12.682 to 12.695.
 func (a *adaptive) beyondChance(logM float64) float64 {
-	d := logM - math.Log(a.baseline)
+	d := logM - a.logBase
 	se2 := a.probeChance()
 	if d*d <= se2 {
-		return a.baseline
+		return math.Exp(a.logBase)
 	}
-	return a.baseline * math.Exp(d*(1-se2/(d*d)))
+	return math.Exp(a.logBase + d*(1-se2/(d*d)))
 }
 
 // probeChance is the variance that chance alone gives the mean log
@@ -310,7 +310,7 @@ const verdictZ = 1
 // synctest bubble) anchors nothing: a baseline of 0 would make the target
 // 0/0 once short is 0 too.
 func (a *adaptive) anchors(m float64) bool {
-	return m > 0 && a.short <= a.cfg.Tolerance*math.Sqrt(a.cfg.Tolerance)*m
+	return m > 0 && a.logShort <= 1.5*a.logTol+math.Log(m)
 }
 
 // explainFall is the verdict of a probe that a fall of the limit brought
@@ -340,7 +340,7 @@ func (a *adaptive) explainFall(m float64) {
 // jobs that got dearer).
 func (a *adaptive) followFall() {
 	if a.anchor > 0 && a.anchors(a.anchor) {
-		a.baseline, a.anchor = a.anchor, 0
+		a.logBase, a.anchor = math.Log(a.anchor), 0
 	}
 	if a.mark < a.saved && a.limit > a.saved {
 		a.mark = a.saved
