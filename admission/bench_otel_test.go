@@ -25,17 +25,7 @@ func BenchmarkUncontendedTelemetry(b *testing.B) {
 		if err := s.RegisterType(benchType, benchTypeConfig); err != nil {
 			b.Fatal(err)
 		}
-		r := Request{Type: benchType, JobID: "repo-0", FairnessKey: "client-0"}
-		b.ReportAllocs()
-		m0 := mallocs()
-		for b.Loop() {
-			p, err := s.Acquire(ctx, r)
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.Release()
-		}
-		reportMallocs(b, m0, b.N)
+		uncontendedLoop(ctx, b, s)
 		b.StopTimer()
 		if err := s.Close(context.Background()); err != nil {
 			b.Fatal(err)

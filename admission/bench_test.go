@@ -95,20 +95,26 @@ func BenchmarkUncontended(b *testing.B) {
 		{"impl=fairseat-adaptive", Config{Adaptive: &AdaptiveConfig{Min: 4, Max: 4, Initial: 4}}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			s := benchScheduler(b, v.cfg, benchTypeConfig)
-			r := Request{Type: benchType, JobID: "repo-0", FairnessKey: "client-0"}
-			b.ReportAllocs()
-			m0 := mallocs()
-			for b.Loop() {
-				p, err := s.Acquire(ctx, r)
-				if err != nil {
-					b.Fatal(err)
-				}
-				p.Release()
-			}
-			reportMallocs(b, m0, b.N)
+			uncontendedLoop(ctx, b, benchScheduler(b, v.cfg, benchTypeConfig))
 		})
 	}
+}
+
+// uncontendedLoop is the loop of the uncontended benchmarks: b.N times
+// Acquire and Release on s, one repository and one key, reporting the
+// allocations.
+func uncontendedLoop(ctx context.Context, b *testing.B, s *Scheduler) {
+	r := Request{Type: benchType, JobID: "repo-0", FairnessKey: "client-0"}
+	b.ReportAllocs()
+	m0 := mallocs()
+	for b.Loop() {
+		p, err := s.Acquire(ctx, r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Release()
+	}
+	reportMallocs(b, m0, b.N)
 }
 
 // ---------------------------------------------------------------------------
