@@ -103,7 +103,7 @@ func logMove(l, lx, w float64) float64 {
 // The baseline, which each sample moves by a twentieth and probes
 // re-anchor, keeps its cut from the first sample.
 func (a *adaptive) measuresRef(lx float64) bool {
-	return lx < -math.Log(a.cfg.Tolerance)-refChance*math.Sqrt(a.sampleChance())
+	return lx < -a.logTol-refChance*math.Sqrt(a.sampleChance())
 }
 
 // refChance is how many standard deviations of one sample's inflation

@@ -185,7 +185,7 @@ func (s *Scheduler) probeSampleLocked(j *job, lx float64, now int64) {
 		m = a.beyondChance(logM)
 	}
 	// The verdict's bound: m beyond sqrt(Tolerance), and beyond chance.
-	bound := max(math.Log(a.cfg.Tolerance)/2, verdictZ*math.Sqrt(a.probeChance()))
+	bound := max(a.logTol/2, verdictZ*math.Sqrt(a.probeChance()))
 	// A probe that faster jobs brought on (noteFaster) and that finds the
 	// references congested holds the limit, until a verdict that is not
 	// congested; while held, a congested verdict anchors nothing: see
