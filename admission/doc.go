@@ -504,8 +504,8 @@
 // references while the limit is held: its m is that of references its
 // jobs and the next probes' take again, and against a baseline anchored
 // there the jobs whose references were taken again read as congested; in
-// 9 runs of 600 of the cheaper jobs the limit fell to 3 to 10 seats for 5
-// s and more.) Where seat times vary, m is
+// 9 runs of 600 of the cheaper jobs the limit fell to 3 to 10 seats for
+// 5 s and more.) Where seat times vary, m is
 // first moved back towards the baseline by what chance explains of the
 // gap (beyondChance): a probe's few jobs' mean strays by chance, and one
 // that strayed low had set a baseline against which every load read as
@@ -650,10 +650,10 @@
 //     capacity, or a PressureSource, serves better. Noise is how much seat
 //     times vary by themselves (the standard deviation of their log): near
 //     0 the limit settles at about Tolerance·C; at 0.5, benchmarks/adaptive's
-//     noisy scenario, well above it (above). Held is a limit that does not
-//     grow while probes take again references that read too slow for the
-//     jobs (after the jobs all got cheaper, say); it ends at the first
-//     probe that finds them not congested.
+//     noisy scenario, well above it (above). Held says the limit is not
+//     growing while probes take again references slower than the jobs now
+//     run (after the jobs all got cheaper, say); it ends at the first probe
+//     that finds them not congested.
 //   - fairseat.seats.limit.changes counts the changes by reason: increase
 //     and decrease are the control law's, probe comes in pairs (halve,
 //     restore) about every ProbeInterval rounds once the references are
