@@ -219,7 +219,8 @@ func (l *soakLedger) start(r *soakRun) {
 	// needs the last non-urgent job admitted to be admitted no earlier than
 	// this one, which holds only if this one is not urgent.
 	if n, u := l.byTier[r.tier], l.urgentBy[r.tier]; !r.urgent && n-u > l.tierCap[r.tier] {
-		l.report("%d jobs of tier %d run (%d of them possibly urgent), tier cap %d", n, r.tier, u, l.tierCap[r.tier])
+		l.report("%d jobs of tier %d run (%d of them possibly urgent), tier cap %d; this one %s of base priority %d, %v after its submission (urgent at the soonest after %v)",
+			n, r.tier, u, l.tierCap[r.tier], r.typ, r.prio, time.Since(r.first), l.urgentIn(r.prio))
 	}
 	keyMax := l.defaultKey
 	if lg := l.keyLimit[r.key]; lg != nil {
