@@ -327,7 +327,7 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 	// gap is log(Tolerance·baseline/short), so implied = load·e^gap.
 	gap := a.logTol + a.logBase - a.logShort
 	var target float64
-	if a.logShort > a.logTol+a.logBase {
+	if gap < 0 { // congested: short > Tolerance·baseline
 		// Where seat times vary, a round's short strays by chance: the
 		// cut goes only as far as short one standard error lower implies.
 		target = max(0.5*a.limit, a.load*math.Exp(gap+a.shortError()))

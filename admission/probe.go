@@ -188,11 +188,11 @@ func (s *Scheduler) probeSampleLocked(j *job, lx float64, now int64) {
 	bound := max(a.logTol/2, verdictZ*math.Sqrt(a.probeChance()))
 	// A probe that faster jobs brought on (noteFaster) and that finds the
 	// references congested holds the limit, until a verdict that is not
-	// congested; while held, a congested verdict anchors nothing: see
-	// noteFaster.
+	// congested; while held (so only on a congested verdict), a verdict
+	// anchors nothing: see noteFaster.
 	congested := logM < -bound
 	a.held = congested && (a.held || a.fastRound())
-	if a.anchors(m) && !(congested && a.held) {
+	if a.anchors(m) && !a.held {
 		a.logBase = math.Log(m)
 	}
 	a.floor = 0 // set again below by a sound verdict
