@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 )
@@ -107,6 +108,20 @@ type soakRun struct {
 	from   uint64    // ledger clock at submission (or at the previous attempt's end)
 	urgent bool      // it may have been urgent (see above)
 	first  time.Time // its first submission (aging continues across retries)
+
+	// For a violation's report only.
+	attempt int       // a background job's attempt (1, 2, ...); 0 = foreground
+	started time.Time // when it entered the ledger
+}
+
+// String describes r for a violation's report.
+func (r *soakRun) String() string {
+	kind := "foreground"
+	if r.attempt > 0 {
+		kind = fmt.Sprintf("background attempt %d", r.attempt)
+	}
+	return fmt.Sprintf("%s (%s, base priority %d, urgent %v): submitted %v ago, in the ledger %v",
+		r.typ, kind, r.prio, r.urgent, time.Since(r.first), time.Since(r.started))
 }
 
 // soakLedger counts the jobs holding seats and checks the limits. It is
@@ -115,6 +130,7 @@ type soakLedger struct {
 	tierCap  map[Priority]int
 	urgentIn func(p Priority) time.Duration // starvation bound of base priority p; < 0 = never urgent
 	report   func(format string, args ...any)
+	diag     func() string // the scheduler's own view, for a violation's report (may be nil)
 
 	mu         sync.Mutex
 	clock      uint64
@@ -127,6 +143,7 @@ type soakLedger struct {
 	keyPaused  map[string]*limitLog // 1 while paused with no deadline
 
 	running  int
+	live     map[*soakRun]bool // the jobs in the ledger, for a violation's report
 	byType   map[JobType]int
 	byTier   map[Priority]int
 	urgentBy map[Priority]int
@@ -189,6 +206,8 @@ func (l *soakLedger) start(r *soakRun) {
 	defer l.mu.Unlock()
 	l.clock++
 	l.running++
+	r.started = time.Now()
+	l.live[r] = true
 	l.byType[r.typ]++
 	l.byTier[r.tier]++
 	if r.urgent {
@@ -219,8 +238,8 @@ func (l *soakLedger) start(r *soakRun) {
 	// needs the last non-urgent job admitted to be admitted no earlier than
 	// this one, which holds only if this one is not urgent.
 	if n, u := l.byTier[r.tier], l.urgentBy[r.tier]; !r.urgent && n-u > l.tierCap[r.tier] {
-		l.report("%d jobs of tier %d run (%d of them possibly urgent), tier cap %d; this one %s of base priority %d, %v after its submission (urgent at the soonest after %v)",
-			n, r.tier, u, l.tierCap[r.tier], r.typ, r.prio, time.Since(r.first), l.urgentIn(r.prio))
+		l.report("%d jobs of tier %d run (%d of them possibly urgent), tier cap %d; this one %s of base priority %d, %v after its submission (urgent at the soonest after %v); in the ledger:\n%s",
+			n, r.tier, u, l.tierCap[r.tier], r.typ, r.prio, time.Since(r.first), l.urgentIn(r.prio), l.describeTier(r.tier))
 	}
 	keyMax := l.defaultKey
 	if lg := l.keyLimit[r.key]; lg != nil {
@@ -242,11 +261,27 @@ func (l *soakLedger) start(r *soakRun) {
 	}
 }
 
+// describeTier lists the jobs of tier p in the ledger, and the scheduler's
+// own view, for a violation's report. Called with l.mu held.
+func (l *soakLedger) describeTier(p Priority) string {
+	var b strings.Builder
+	for r := range l.live {
+		if r.tier == p {
+			fmt.Fprintf(&b, "\t%v\n", r)
+		}
+	}
+	if l.diag != nil {
+		fmt.Fprintf(&b, "\tscheduler: %s", l.diag())
+	}
+	return b.String()
+}
+
 func (l *soakLedger) end(r *soakRun) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.clock++
 	l.running--
+	delete(l.live, r)
 	l.byType[r.typ]--
 	l.byTier[r.tier]--
 	if r.urgent {

@@ -219,6 +219,8 @@ func newSoak(t *testing.T, seed uint64, adaptive bool) *soak {
 		tierCap:    soakTiers,
 		urgentIn:   soakUrgentAfter,
 		report:     func(format string, args ...any) { k.sum.Violationf(t, format, args...) },
+		diag:       func() string { return soakDiag(s.Snapshot()) },
+		live:       map[*soakRun]bool{},
 		capacity:   newLimitLog(cfg.Capacity),
 		typeLimit:  map[JobType]*limitLog{},
 		keyLimit:   map[string]*limitLog{},
@@ -245,6 +247,16 @@ func newSoak(t *testing.T, seed uint64, adaptive bool) *soak {
 	}
 	k.ledger = l
 	return k
+}
+
+// soakDiag is the part of a snapshot a violation's report shows.
+func soakDiag(snap Snapshot) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "in use %d of %d, dry-run %v, %d urgent admissions;", snap.InUse, snap.Capacity, snap.DryRun, snap.Counters.UrgentAdmissions)
+	for _, t := range snap.Tiers {
+		fmt.Fprintf(&b, " tier %d: %d running (limit %d), %d queued;", t.Priority, t.Running, t.Limit, t.Queued)
+	}
+	return b.String()
 }
 
 // limitOf turns a cap where 0 means none into a number to compare with.
@@ -613,7 +625,7 @@ func (k *soak) background(rng *rand.Rand) {
 		k.mu.Unlock()
 		k.completed.Add(1)
 		r := &soakRun{typ: typ, tier: cfg.Priority, prio: prio, key: foldIdentifier(key), excl: cfg.Access == Exclusive,
-			from: sub.from.Load(), first: sub.first}
+			from: sub.from.Load(), first: sub.first, attempt: int(n)}
 		if cfg.ConflictGroup != "" {
 			r.res = foldIdentifier(id)
 		}
