@@ -183,8 +183,12 @@ func (s *Scheduler) wouldWaitForLocked(j *job, now int64) string {
 func (s *Scheduler) dryAdmitLocked(j *job, now int64) {
 	s.counters.DryRunWaits++
 	k := j.key
-	s.unqueueLocked(j, now) // may make k idle; it is active again below
-	j.key = s.wakeKeyLocked(k, k.name, now)
+	s.unqueueLocked(j, now) // may make k idle, and even forget it at MaxKeys
+	// k is looked up again by name: if it was forgotten, a fresh state
+	// takes its place, as for any key that returns after being forgotten
+	// (waking the forgotten record would leave an active key the table
+	// does not track).
+	j.key = s.activateKeyLocked(k.name, now)
 	j.state = jobNew
 	s.overSeated = true
 	s.seatLocked(j, s.resourceLocked(j), now)

@@ -1001,3 +1001,34 @@ func TestNoAging(t *testing.T) {
 		must(t, s.Close(t.Context()))
 	})
 }
+
+// TestDryRunAtMaxKeys: dry-run admits the last queued job of a key while
+// MaxKeys is reached. Taking the job out of the queue idles its key, and
+// the bound forgets it at once; the job's seat goes to the key as the
+// table tracks it, not to the forgotten record (which left an active key
+// outside the table, and the observer's counts wrong).
+func TestDryRunAtMaxKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTestScheduler(t, Config{Capacity: 1, MaxKeys: 1}, JobTypeConfig{}, JobTypeConfig{})
+		p1, err := s.Acquire(t.Context(), Request{Type: "fg", FairnessKey: "a"})
+		must(t, err)
+		w := acquireAsync(t.Context(), s, Request{Type: "fg", FairnessKey: "b"})
+		synctest.Wait()
+		s.SetDryRun(true)
+		r := <-w
+		must(t, r.err)
+		checkInvariants(t, s)
+		if snap := s.Snapshot(); snap.ActiveKeys != 2 || snap.InUse != 2 {
+			t.Fatalf("after the dry-run admission: %d active keys, %d seats held; want 2 and 2", snap.ActiveKeys, snap.InUse)
+		}
+		s.SetDryRun(false)
+		r.p.Release()
+		p1.Release()
+		checkInvariants(t, s)
+		p, err := s.Acquire(t.Context(), Request{Type: "fg", FairnessKey: "b"})
+		must(t, err)
+		checkInvariants(t, s)
+		p.Release()
+		must(t, s.Close(t.Context()))
+	})
+}
