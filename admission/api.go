@@ -33,9 +33,8 @@ func (s *Scheduler) acquire(ctx context.Context, r Request, cancel context.Cance
 		return nil, err
 	}
 	jobID, key := foldIdentifier(r.JobID), foldIdentifier(r.FairnessKey)
-	now := s.now()
 	var buf [8]*job
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	ts, err := s.typeLocked(r.Type)
 	if err != nil {
 		s.mu.Unlock()
@@ -176,10 +175,9 @@ func (s *Scheduler) granted(j *job) (*Permit, error) {
 // dispatch runs again; if it was rejected in the meantime, that rejection is
 // returned.
 func (s *Scheduler) abandon(j *job, cause error, timedOut bool) (*Permit, error) {
-	now := s.now()
 	var buf [8]*job
 	var wake []*job
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	switch j.state {
 	case jobQueued, jobParked:
 		s.unqueueLocked(j, now)
@@ -208,9 +206,8 @@ func (s *Scheduler) abandon(j *job, cause error, timedOut bool) (*Permit, error)
 // feeds it to the cost estimate. Calling it twice is a bug and panics.
 func (p *Permit) Release() {
 	s, j := p.s, p.j
-	now := s.now()
 	var buf [8]*job
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	if j.gen != p.gen || j.state != jobRunning {
 		s.mu.Unlock()
 		panic("admission: Permit.Release called on a permit that is not held (released twice?)")
@@ -279,9 +276,8 @@ func (s *Scheduler) runBackground(j *job) {
 	defer s.wg.Done()
 	s.backgroundStarted(j)
 	err := s.call(j)
-	now := s.now()
 	var buf [8]*job
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	s.finishLocked(j, now, sinceNs(now, j.started), true)
 	retry := false
 	if err != nil {

@@ -132,9 +132,8 @@ func (s *Scheduler) SubmitWith(ctx context.Context, t JobType, jobID string, fn 
 		return fmt.Errorf("%w: Submit(%q): WithTTL must be > 0, got %v", ErrInvalidConfig, t, o.ttl)
 	}
 	j := &job{jobID: foldIdentifier(jobID), bg: &bgJob{fn: fn, ctx: context.WithoutCancel(ctx)}}
-	now := s.now()
 	var buf [8]*job
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	ts, err := s.typeLocked(t)
 	if err != nil {
 		s.mu.Unlock()
@@ -233,8 +232,7 @@ func (s *Scheduler) unpendLocked(j *job) {
 
 // expire ends a background job still queued after its TTL.
 func (s *Scheduler) expire(j *job) {
-	now := s.now()
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	if (j.state != jobQueued && j.state != jobParked) || j.frozenAt != 0 || now < j.bg.expiresAt {
 		s.mu.Unlock() // ran, left, froze, or its TTL was extended since this timer fired
 		return
@@ -276,9 +274,8 @@ func (s *Scheduler) retryLocked(j *job, err error, now int64) bool {
 
 // requeue queues a job again when its retry backoff has passed.
 func (s *Scheduler) requeue(j *job) {
-	now := s.now()
 	var buf [8]*job
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	if !s.retrying[j] {
 		s.mu.Unlock() // Close took it
 		return

@@ -27,8 +27,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	now := s.now()
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	if s.closing {
 		done := s.closeDone
 		s.mu.Unlock()
@@ -111,8 +110,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 
 // stop drops the background jobs still queued when Close's context ends.
 func (s *Scheduler) stop(cause error) error {
-	now := s.now()
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	var dropped []*job
 	for _, k := range s.activeKeysLocked() {
 		for j := k.head; j != nil; {

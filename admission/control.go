@@ -108,9 +108,8 @@ func (s *Scheduler) SetKeyPolicy(key string, p KeyPolicy) error {
 
 // reconfigure applies change under the lock and dispatches if it succeeded.
 func (s *Scheduler) reconfigure(change func(now int64) error) error {
-	now := s.now()
 	var buf [8]*job
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	if err := change(now); err != nil {
 		s.mu.Unlock()
 		return err
@@ -149,9 +148,8 @@ func (s *Scheduler) forEachKeyLocked(fn func(*keyState)) {
 // Turning it off enforces again from the next dispatch; running work is
 // never pre-empted.
 func (s *Scheduler) SetDryRun(on bool) {
-	now := s.now()
 	var wake []*job
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	s.dryRun = on
 	if on {
 		for _, k := range s.activeKeysLocked() {

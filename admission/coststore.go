@@ -126,8 +126,7 @@ func (s *Scheduler) startCostStore(store CostStore, every time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), CostStoreTimeout)
 	ests, err := loadCosts(ctx, store)
 	cancel()
-	now := s.now()
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	if err != nil {
 		s.counters.CostLoadFailures++
 	} else {
@@ -266,8 +265,7 @@ func (s *Scheduler) copyCostsLocked(now int64) []CostEstimate {
 // Close has begun (Close makes the last one), copies under the lock, saves
 // outside it, and re-arms the timer unless Close has begun meanwhile.
 func (s *Scheduler) saveCostsOnTimer() {
-	start := s.now()
-	s.mu.Lock()
+	start := s.lockAt(s.now())
 	cs := s.store
 	if s.closing {
 		s.mu.Unlock()
@@ -284,7 +282,7 @@ func (s *Scheduler) saveCostsOnTimer() {
 	end := s.now()
 	s.warnSave(err, "") // before the save counts as done: a Close waiting for it finds it logged
 
-	s.mu.Lock()
+	end = s.lockAt(end)
 	s.savedLocked(len(ests), start, end, err)
 	cs.done, cs.cancel = nil, nil
 	if !s.closing {
@@ -315,15 +313,13 @@ func (s *Scheduler) saveCostsAtClose(ctx context.Context) {
 			<-done // the store honours its context (CostStore)
 		}
 	}
-	start := s.now()
-	s.mu.Lock()
+	start := s.lockAt(s.now())
 	ests := s.copyCostsLocked(start)
 	s.mu.Unlock()
 
 	err := saveCosts(ctx, cs.store, ests)
 
-	end := s.now()
-	s.mu.Lock()
+	end := s.lockAt(s.now())
 	s.savedLocked(len(ests), start, end, err)
 	s.mu.Unlock()
 	s.warnSave(err, " at Close")

@@ -120,9 +120,8 @@ func (s *Scheduler) armPressureLocked() {
 
 // redispatch runs a dispatch on its own (the pressure gate's timer).
 func (s *Scheduler) redispatch() {
-	now := s.now()
 	var buf [8]*job
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	wake := s.dispatchLocked(now, buf[:0])
 	s.mu.Unlock()
 	s.wakeAll(wake)

@@ -142,8 +142,7 @@ type QueuedSnapshot struct {
 // O(queued · log SnapshotMaxQueue + tracked cost estimates) under the
 // scheduler's lock; use it for debugging, not per request.
 func (s *Scheduler) Snapshot() Snapshot {
-	now := s.now()
-	s.mu.Lock()
+	now := s.lockAt(s.now())
 	defer s.mu.Unlock()
 	snap := Snapshot{
 		Time:          s.timeAt(now),
