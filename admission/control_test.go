@@ -76,61 +76,52 @@ func TestPauseType(t *testing.T) {
 	})
 }
 
+// TestPauseFreezesAging: a job's aging clock stands still while its type
+// is paused and runs on from where it stopped after the resume. In "stale
+// reading" the resume's caller read the clock 3 s before the pause's
+// section ran (a caller reads it before taking the lock, and may wait for
+// the lock or be descheduled in between): lockAt moves the reading up to
+// the pause's instant, so the thaw adds nothing to the job's age. (Taken
+// as it was, the thaw moved the aging clock back 3 s: three promotions the
+// job never waited for; in a loaded soak, urgency past its tier cap before
+// its starvation bound.)
 func TestPauseFreezesAging(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newTestScheduler(t, Config{Capacity: 1, Aging: &AgingConfig{Interval: time.Second}}, JobTypeConfig{}, JobTypeConfig{})
-		holder, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "x"})
-		must(t, err)
-		must(t, s.Submit("bg", "a", func(context.Context) error { return nil }))
-		time.Sleep(5 * time.Second)
-		must(t, s.Pause("bg", 0))
-		time.Sleep(time.Minute)
-		if q := s.Snapshot().Queue; q[0].EffectivePriority != PriorityBackground+5 {
-			t.Fatalf("while paused: effective %d, want %d (clock stopped at 5s)", q[0].EffectivePriority, PriorityBackground+5)
-		}
-		must(t, s.Resume("bg"))
-		time.Sleep(2 * time.Second)
-		if q := s.Snapshot().Queue; q[0].EffectivePriority != PriorityBackground+7 {
-			t.Fatalf("after resume: effective %d, want %d", q[0].EffectivePriority, PriorityBackground+7)
-		}
-		checkInvariants(t, s)
-		holder.Release()
-		must(t, s.Close(t.Context()))
-	})
-}
-
-// TestStaleReadingThawsForward: a section's caller reads the clock before
-// it takes the lock, so its reading may be older than the instant of a
-// section that ran in between (it waited for the lock, or was
-// descheduled). Here a pause freezes a queued job at 5 s, and a resume
-// whose reading is 3 s old takes the lock after it: lockAt moves that
-// reading up to 5 s, so the thaw adds nothing to the job's age. (Taken as
-// it was, the thaw moved the job's aging clock back 3 s: three promotions
-// it never waited for, and in a loaded soak urgency, past its tier cap,
-// before its starvation bound.)
-func TestStaleReadingThawsForward(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newTestScheduler(t, Config{Capacity: 1, Aging: &AgingConfig{Interval: time.Second}}, JobTypeConfig{}, JobTypeConfig{})
-		holder, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "x"})
-		must(t, err)
-		must(t, s.Submit("bg", "a", func(context.Context) error { return nil }))
-		time.Sleep(5 * time.Second)
-		must(t, s.Pause("bg", 0))
-		stale := s.now() - int64(3*time.Second)
-		now := s.lockAt(stale)
-		if now == stale {
-			t.Errorf("lockAt returned a reading 3s older than the last section's instant")
-		}
-		s.resumeTypeLocked(s.types["bg"], now)
-		s.mu.Unlock()
-		time.Sleep(2 * time.Second)
-		if q := s.Snapshot().Queue; q[0].EffectivePriority != PriorityBackground+7 {
-			t.Fatalf("7s queued, after a resume with a stale reading: effective %d, want %d", q[0].EffectivePriority, PriorityBackground+7)
-		}
-		checkInvariants(t, s)
-		holder.Release()
-		must(t, s.Close(t.Context()))
-	})
+	for _, tc := range []struct {
+		name   string
+		paused time.Duration
+		resume func(s *Scheduler) error
+	}{
+		{"Resume", time.Minute, func(s *Scheduler) error { return s.Resume("bg") }},
+		{"stale reading", 0, func(s *Scheduler) error {
+			now := s.lockAt(s.now() - int64(3*time.Second))
+			s.resumeTypeLocked(s.types["bg"], now)
+			s.mu.Unlock()
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newTestScheduler(t, Config{Capacity: 1, Aging: &AgingConfig{Interval: time.Second}}, JobTypeConfig{}, JobTypeConfig{})
+				holder, err := s.Acquire(t.Context(), Request{Type: "fg", JobID: "x"})
+				must(t, err)
+				must(t, s.Submit("bg", "a", func(context.Context) error { return nil }))
+				time.Sleep(5 * time.Second)
+				must(t, s.Pause("bg", 0))
+				time.Sleep(tc.paused)
+				if q := s.Snapshot().Queue; q[0].EffectivePriority != PriorityBackground+5 {
+					t.Fatalf("while paused: effective %d, want %d (clock stopped at 5s)", q[0].EffectivePriority, PriorityBackground+5)
+				}
+				must(t, tc.resume(s))
+				time.Sleep(2 * time.Second)
+				if q := s.Snapshot().Queue; q[0].EffectivePriority != PriorityBackground+7 {
+					t.Fatalf("after resume: effective %d, want %d (7s queued unpaused)", q[0].EffectivePriority, PriorityBackground+7)
+				}
+				checkInvariants(t, s)
+				holder.Release()
+				must(t, s.Close(t.Context()))
+			})
+		})
+	}
 }
 
 func TestPauseDeadlineAndTTL(t *testing.T) {
