@@ -925,9 +925,9 @@
 // Waiters park on their own channel, never on a mutex held across a wait.
 // Decision functions take the current time as an argument and public methods
 // read the clock once, so tests run under testing/synctest with fake time.
-// A method reads it before taking the lock, so a reading can be older than
-// the instant a section that ran first worked at; lockAt (scheduler.go)
-// moves it up to that instant, so time inside the scheduler never runs
-// backwards (a thaw never moves an aging clock back, a wait is never
-// negative).
+// A method reads it before it takes the lock, so its reading can be older
+// than the instant of a section that took the lock first; lockAt
+// (scheduler.go) moves it up to that instant, so time inside the scheduler
+// never runs backwards (a thaw never moves an aging clock back, and no
+// wait is negative).
 package admission

@@ -178,11 +178,10 @@ func New(cfg Config, opts ...Option) (*Scheduler, error) {
 // clocks, admissions, idle keys, cost entries, pauses, TTLs. It counts from
 // New's reading (epochNs) on the monotonic clock alone, one clock read where
 // time.Now takes two, so wall-clock steps never move it; it is the wall time
-// only as of New. The scheduler only ever subtracts its own readings
-// (which lockAt keeps from running backwards), and an
-// int64 subtracts, compares and stores without the arithmetic of
-// time.Time's wall and monotonic fields, which cost about a tenth of an
-// uncontended Acquire and Release. timeAt turns an instant back into a
+// only as of New. The scheduler only ever subtracts its own readings (which
+// lockAt keeps from running backwards), and an int64 subtracts, compares
+// and stores without the arithmetic of time.Time's wall and monotonic
+// fields, which cost about a tenth of an uncontended Acquire and Release. timeAt turns an instant back into a
 // time.Time where one leaves the package (events, Snapshot).
 func (s *Scheduler) now() int64 { return s.epochNs + int64(time.Since(s.epoch)) }
 
