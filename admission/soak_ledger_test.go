@@ -38,9 +38,11 @@ import (
 // Tiers are capped except for urgent jobs, which the ledger cannot see. A
 // job can be urgent only if it has waited its starvation bound, measured on
 // the scheduler's clock from its enqueue (later than the ledger's
-// submission) with paused time left out; so a job that started less than
-// that bound after the ledger's submission instant was not urgent, and the
-// tier check counts the others as possibly urgent and leaves them out. The
+// submission) with paused time left out (a thaw never adds to it: the
+// scheduler's clock does not run backwards under its lock, lockAt); so a
+// job that started less than that bound after the ledger's submission
+// instant was not urgent, and the tier check counts the others as
+// possibly urgent and leaves them out. The
 // argument then runs over the last non-urgent job admitted, m, and m was
 // admitted no earlier than j only if j is not urgent itself: so only a job
 // that cannot have been urgent checks its tier (otherwise m may have been
