@@ -149,8 +149,8 @@ type soakLedger struct {
 	byType   map[JobType]int
 	byTier   map[Priority]int
 	urgentBy map[Priority]int
-	byKey    map[string]int // entries removed at zero: bounded under key churn
-	byRes    map[string][2]int
+	byKey    map[string]int    // entries removed at zero: bounded under key churn
+	byRes    map[string][2]int // entries removed at zero: bounded under job ID churn
 	peak     int
 }
 
@@ -300,6 +300,9 @@ func (l *soakLedger) end(r *soakRun) uint64 {
 			use[0]--
 		}
 		l.byRes[r.res] = use
+		if use == [2]int{} { // removed at zero, as byKey's: the soak draws fresh job IDs
+			delete(l.byRes, r.res)
+		}
 	}
 	return l.clock
 }
