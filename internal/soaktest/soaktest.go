@@ -43,9 +43,12 @@ func Duration(t testing.TB, short time.Duration) time.Duration {
 	}
 	if dl, ok := deadline(t); ok {
 		left := time.Until(dl)
-		if limit := min(left-time.Minute, left/2); d > limit {
-			t.Logf("soak shortened from %v to %v to end before the test deadline (raise -timeout)", d, limit.Round(time.Second))
-			d = max(limit, time.Second)
+		// Whole seconds (at least one), so that the log names the length
+		// the soak runs: 30m with -timeout 60m ran a few milliseconds
+		// short and logged "shortened from 30m0s to 30m0s".
+		if limit := max(min(left-time.Minute, left/2).Truncate(time.Second), time.Second); d > limit {
+			t.Logf("soak shortened from %v to %v to end before the test deadline (raise -timeout)", d, limit)
+			d = limit
 		}
 	}
 	return d
