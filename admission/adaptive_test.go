@@ -517,37 +517,7 @@ func TestAdaptiveBeyondChance(t *testing.T) {
 // the job completes (the first to, in its step).
 func TestAdaptiveReferenceCeiling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 20, Initial: 20}, TierLimits: map[Priority]int{10: 20}})
-		must(t, err)
-		defer s.Close(context.Background())
-		must(t, s.RegisterType("t", JobTypeConfig{Priority: 10}))
-		ctx := context.Background()
-		acquire := func(id string) *Permit {
-			p, err := s.Acquire(ctx, Request{Type: "t", JobID: id, FairnessKey: "k"})
-			must(t, err)
-			return p
-		}
-		// run completes job id after d, admitted with load seats in use
-		// (itself and load-1 fillers held as long).
-		run := func(id string, load int, d time.Duration) {
-			var fill []*Permit
-			for i := range load - 1 {
-				fill = append(fill, acquire(fmt.Sprint("filler-", i)))
-			}
-			p := acquire(id)
-			time.Sleep(d)
-			p.Release()
-			for _, f := range fill {
-				f.Release()
-			}
-		}
-		ref := func(id string) [2]float64 {
-			e, ok := s.costs.Peek(costKey{"t", id})
-			if !ok {
-				return [2]float64{}
-			}
-			return [2]float64{e.ref, float64(e.refLoad)}
-		}
+		s, run, ref := referenceHarness(t)
 		for _, st := range []struct {
 			step  string
 			limit int // pinned: the ceiling is limit/1.1
@@ -580,6 +550,87 @@ func TestAdaptiveReferenceCeiling(t *testing.T) {
 			checkInvariants(t, s)
 			if got := ref(st.id); math.Abs(got[0]-st.want[0]) > 1e-9 || got[1] != st.want[1] {
 				t.Fatalf("%s: reference of %s %v s at load %v, want %v s at %v", st.step, st.id, got[0], got[1], st.want[0], st.want[1])
+			}
+		}
+	})
+}
+
+// referenceHarness returns an adaptive Scheduler (Max 20, Initial 20) with
+// a type "t", closed at the end of the test; run, which completes a job of
+// job ID id after d, admitted with load seats in use (itself and load-1
+// fillers held as long); and ref, the reference of id (seconds, load).
+// Inside a synctest bubble.
+func referenceHarness(t *testing.T) (*Scheduler, func(id string, load int, d time.Duration), func(id string) [2]float64) {
+	s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 20, Initial: 20}, TierLimits: map[Priority]int{10: 20}})
+	must(t, err)
+	t.Cleanup(func() { s.Close(context.Background()) })
+	must(t, s.RegisterType("t", JobTypeConfig{Priority: 10}))
+	acquire := func(id string) *Permit {
+		p, err := s.Acquire(context.Background(), Request{Type: "t", JobID: id, FairnessKey: "k"})
+		must(t, err)
+		return p
+	}
+	run := func(id string, load int, d time.Duration) {
+		var fill []*Permit
+		for i := range load - 1 {
+			fill = append(fill, acquire(fmt.Sprint("filler-", i)))
+		}
+		p := acquire(id)
+		time.Sleep(d)
+		p.Release()
+		for _, f := range fill {
+			f.Release()
+		}
+	}
+	ref := func(id string) [2]float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		e, ok := s.costs.Peek(costKey{"t", id})
+		if !ok {
+			return [2]float64{}
+		}
+		return [2]float64{e.ref, float64(e.refLoad)}
+	}
+	return s, run, ref
+}
+
+// TestAdaptiveLeftBehind: at an uncongested load, a completion takes
+// again a reference that its job's own cost estimate has left behind
+// (under 1/Tolerance of it, beyond chance), once the noise is known
+// (leftBehind), even at a higher load than the reference's; not while the
+// noise is unknown, nor for an estimate within Tolerance of the
+// reference, nor above the ceiling. The job gets cheaper: its estimate
+// (the cost EMA, alpha 0.3) follows, its reference is left behind.
+func TestAdaptiveLeftBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, run, ref := referenceHarness(t)
+		run("r", 2, 2*time.Second) // the reference: 2 s at load 2
+		for _, st := range []struct {
+			step  string
+			limit int // pinned: the ceiling is limit/1.1
+			pairs uint64
+			load  int
+			d     time.Duration
+			n     int        // completions
+			want  [2]float64 // reference (s), its load
+		}{
+			{"1 s at load 5, noise not known: kept", 20, 0, 5, time.Second, 4, [2]float64{2, 2}},
+			{"the same, noise known: taken again at the higher load", 20, 1 / noiseAlpha, 5, time.Second, 1, [2]float64{1, 5}},
+			{"the estimate within Tolerance of it: kept", 20, 1 / noiseAlpha, 8, time.Second / 2, 1, [2]float64{1, 5}},
+			{"0.2 s above the ceiling (4.5): kept", 5, 1 / noiseAlpha, 5, time.Second / 5, 4, [2]float64{1, 5}},
+			{"0.2 s at its load under the ceiling: taken again, not moved by alpha", 20, 1 / noiseAlpha, 5, time.Second / 5, 1, [2]float64{0.2, 5}},
+		} {
+			must(t, s.SetAdaptiveBounds(st.limit, st.limit))
+			must(t, s.SetAdaptiveBounds(1, st.limit))
+			s.mu.Lock()
+			s.adaptive.pairs = st.pairs
+			s.mu.Unlock()
+			for range st.n {
+				run("r", st.load, st.d)
+			}
+			checkInvariants(t, s)
+			if got := ref("r"); math.Abs(got[0]-st.want[0]) > 1e-9 || got[1] != st.want[1] {
+				t.Fatalf("%s: reference %v s at load %v, want %v s at %v", st.step, got[0], got[1], st.want[0], st.want[1])
 			}
 		}
 	})

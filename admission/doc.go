@@ -281,7 +281,12 @@
 // reference's replaces it (so a job that really got dearer is followed once
 // it runs at a load where the old time was seen), one at the same load moves
 // it by the cost EMA's alpha in log (a geometric mean, below), and one at a
-// higher load leaves it alone. Above
+// higher load leaves it alone, unless the job's own cost estimate has
+// fallen under 1/Tolerance of the reference beyond chance: load only slows
+// a job, so the job got cheaper, and the completion takes the reference
+// again at its load (leftBehind; without it, references taken at a few
+// seats, by the first jobs or a probe's, were never taken again, and
+// brought probes long after the jobs got cheaper). Above
 // the ceiling a completion replaces the reference only if it ran at a lower
 // load and faster (the reference was taken under more congestion than that),
 // or, faster or not, at a lower load than a reference a probe has found

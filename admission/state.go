@@ -376,7 +376,8 @@ type costEntry struct {
 	est float64 // seconds
 	at  int64   // last observation, an instant (see Scheduler.now); 0 = evicted
 	// ref is the seat time, in seconds, at the lowest uncongested load
-	// seen (refLoad seats in use at admission; see sampleLocked): adaptive
+	// seen (refLoad seats in use at admission; see sampleLocked), or since
+	// the estimate left it behind (leftBehind): adaptive
 	// capacity's reference for the inflation of the job (inflation.go). 0 =
 	// none yet; kept only when Config.Adaptive is set.
 	ref      float64
