@@ -124,10 +124,10 @@ func (a *adaptive) measuresRef(lx float64) bool {
 // load now drops such a reference and takes it again (sampleLocked).
 //
 // Those references kept the probes coming. Their jobs' samples count in
-// all (noteFaster) and in a probe's verdict: now and then a round, or a
-// probe that drew several of them, read the references as congested, and
-// probes followed every five rounds, the limit held, until one drew none
-// of them (a trace in benchmarks/ADMISSION.md, session 29). In
+// all (noteFaster) and in a probe's verdict: now and then a round read as
+// faster than the references, a probe read them as congested, and probes
+// followed every five rounds, the limit held, until one found them sound
+// (a trace in benchmarks/ADMISSION.md, session 29). In
 // TestAdaptiveJobsGetCheaper's scenario (1,000 runs), the ticks spent
 // probing from the change fell from a median of 14.5 % to 8.0 % (p90 22.5
 // to 10.0); the mean limit in the 8 s after the change (probes left out)
