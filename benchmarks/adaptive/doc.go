@@ -2,11 +2,13 @@
 // capacities and with the adaptive limiters of other libraries, on one
 // simulated server (internal/simserver): a job's seat time is base × max(1, running/C), running
 // the jobs the server runs at its start and C its true capacity. Past C the
-// server does no more work; each job only takes longer. Two scenarios vary
-// the server: one thrashes past C (it does less in all), and one shares
-// itself among the jobs running at every instant (simserver.NewShared: a
-// job slows down as soon as others join it, so running more than C jobs
-// never gets more than C seats of work, not even for a moment).
+// server does no more work; each job only takes longer. Some scenarios vary
+// the server: in two its seat times vary from job to job (noisy), in two it
+// thrashes past C (it does less in all; one of these is noisy too), and in
+// one it shares itself among the jobs running at every instant
+// (simserver.NewShared: a job slows down as soon as others join it, so
+// running more than C jobs never gets more than C seats of work, not even
+// for a moment).
 //
 // The load is a flood (closed loops with nothing between requests, more
 // than the server can serve) and a light client (one loop with a pause

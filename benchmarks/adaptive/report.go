@@ -288,7 +288,7 @@ job only takes longer, so a limit above C adds latency and no goodput, and one b
 but a job's seat time is fixed when it starts, so a job started just before the load rose is not
 slowed by the jobs started after it, and for a moment a limiter running more than C jobs does more
 than C seats of work (a negative share in the second table of each scenario). In the thrashing slow
-disk the server thrashes past C (simserver.SeatTime): it does less than C in all, the less the more
+disks the server thrashes past C (simserver.SeatTime): it does less than C in all, the less the more
 jobs it runs, as a real server given more work than fits its caches, memory or locks does, so that a
 limit above C costs goodput as well as latency. In the shared slow disk the server shares itself
 among the jobs running at every instant, as a CPU or a disk does (simserver.NewShared): each runs at
@@ -297,9 +297,11 @@ load its seat times are the same, but running more than C jobs never does more t
 not even for a moment.
 The load: a flood of closed loops (six times C, more than the server can serve) and a light client,
 over 100 repositories, a tenth of the requests to one of 20 heavy ones (300 ms of base time), the rest
-to light ones (30 to 70 ms). In all but the noisy scenario every job of a repository takes its base time;
-in the noisy one a job's base time is its repository's times a log-normal factor of mean 1 and spread
-0.5, as a real server's seat times vary from one job to the next. Every run takes place in a testing/synctest bubble: fake time, which the
+to light ones (30 to 70 ms). In all but the noisy scenarios every job of a repository takes its base time;
+in the noisy ones a job's base time is its repository's times a log-normal factor of mean 1 and spread
+0.5, as a real server's seat times vary from one job to the next. The noisy thrashing slow disk has
+both: there the level above Tolerance·C at which fairseat adaptive settles where seat times vary (the
+package doc, "What noise still costs") costs goodput, not only latency. Every run takes place in a testing/synctest bubble: fake time, which the
 peers read through time.Now too, so the figures do not depend on this machine, and a rerun gives the
 same figures up to the order of goroutines woken at one instant (which moves some peers' figures by
 several per cent). Each limiter runs once with each of the report's draws of jobs (the clients'

@@ -83,6 +83,17 @@ func ThrashingSlowDisk(d time.Duration) Scenario {
 	return sc
 }
 
+// NoisyThrashingSlowDisk is NoisySlowDisk on a server that thrashes as
+// ThrashingSlowDisk's does: seat times vary from job to job, and a limit
+// above C costs goodput. Where seat times vary, fairseat adaptive settles
+// above Tolerance·C (the package doc, "What noise still costs"); this is
+// where that level costs more than latency.
+func NoisyThrashingSlowDisk(d time.Duration) Scenario {
+	sc := NoisySlowDisk(d)
+	sc.Name, sc.Thrash = "noisy thrashing slow disk", 0.3
+	return sc
+}
+
 // SharedSlowDisk is SlowDisk on a server that shares itself among the
 // jobs running at every instant (simserver.NewShared), as a CPU or a disk
 // does: a job slows down as soon as others join it, not only when it
@@ -96,7 +107,7 @@ func SharedSlowDisk(d time.Duration) Scenario {
 
 // Scenarios are the report's scenarios, d long each.
 func Scenarios(d time.Duration) []Scenario {
-	return []Scenario{Steady(d), SlowDisk(d), NoisySlowDisk(d), ThrashingSlowDisk(d), SharedSlowDisk(d)}
+	return []Scenario{Steady(d), SlowDisk(d), NoisySlowDisk(d), ThrashingSlowDisk(d), NoisyThrashingSlowDisk(d), SharedSlowDisk(d)}
 }
 
 // Tick is how often a run records the limit (Result.Limits).
