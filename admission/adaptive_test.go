@@ -636,6 +636,59 @@ func TestAdaptiveLeftBehind(t *testing.T) {
 	})
 }
 
+// TestAdaptiveBaselineCeiling: a sample feeds the baseline only at a load
+// of at most the reference ceiling over sqrt(Tolerance)
+// (baselineCeilingLocked: 20/1.1^1.5 = 17.3 at a limit of 20), while the
+// reference ceiling (20/1.1 = 18.2) still takes and moves references. The
+// other jobs that make up each load are of job IDs seen once, which give
+// no sample.
+func TestAdaptiveBaselineCeiling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _, ref := referenceHarness(t)
+		fresh := 0
+		run := func(load int, d time.Duration) {
+			must(t, s.SetAdaptiveBounds(20, 20)) // the limit is 20
+			must(t, s.SetAdaptiveBounds(1, 20))
+			var fill []*Permit
+			for range load - 1 {
+				fresh++
+				p, err := s.Acquire(context.Background(), Request{Type: "t", JobID: fmt.Sprint("once-", fresh), FairnessKey: "k"})
+				must(t, err)
+				fill = append(fill, p)
+			}
+			p, err := s.Acquire(context.Background(), Request{Type: "t", JobID: "b", FairnessKey: "k"})
+			must(t, err)
+			time.Sleep(d)
+			p.Release()
+			for _, f := range fill {
+				f.Release()
+			}
+			checkInvariants(t, s)
+		}
+		base := func() float64 {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.adaptive.logBase
+		}
+		run(18, time.Second)
+		if got := ref("b"); got != [2]float64{1, 18} {
+			t.Fatalf("first at load 18, under the reference ceiling: reference %v s at load %v, want 1 s at 18", got[0], got[1])
+		}
+		before := base()
+		run(18, 2*time.Second)
+		if got := base(); got != before {
+			t.Errorf("2 s at load 18, between the ceilings: the baseline moved from %v to %v in log", before, got)
+		}
+		if got := ref("b"); got[1] != 18 || got[0] <= 1 {
+			t.Errorf("2 s at load 18: reference %v s at load %v, want moved towards 2 s at 18", got[0], got[1])
+		}
+		run(17, 2*time.Second)
+		if got := base(); got <= before {
+			t.Errorf("2 s at load 17, under the baseline's ceiling: the baseline %v in log, want above %v", got, before)
+		}
+	})
+}
+
 // oneJobAtATime returns an adaptive Scheduler (Max 8, Initial 4) with a
 // type "t", closed at the end of the test, and run, which runs a job of
 // job ID id on key "k" for d: one job at a time, each at load 1, with the
