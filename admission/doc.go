@@ -338,9 +338,8 @@
 // under the references' ceiling (baselineCeilingLocked): where the limit
 // settles that is C/sqrt(Tolerance), loads with a little room to spare,
 // and where it settles higher, as under noise (below), it lets less
-// congestion in. A
-// sample more than Tolerance times faster
-// than its reference, by more than chance (refChance: two standard
+// congestion in. A sample more than Tolerance times faster than its
+// reference, by more than chance (refChance: two standard
 // deviations of one sample's log inflation, about 0 where seat times do not
 // vary), measures a reference taken under congestion, not noise, and is
 // left out of it; and out of short too, once the noise estimate rests on
@@ -591,8 +590,8 @@
 // before the baseline's ceiling, below), and for C = 16 a median of 23.1
 // seats from Initial = 4·C and 21.8 from Min (p10 to p90: 19.0 to 26.9;
 // before, 23.5 to 23.8 and 21.9 to 22.4) in TestAdaptiveNoisyLevel, which
-// it follows when C halves. Over
-// longer runs it does not settle but wanders: on a steady server at that
+// it follows when C halves. Over longer runs it does not settle but
+// wanders: on a steady server at that
 // spread, over an hour, its 5-minute means ranged from 1.15 to 1.84·C
 // around 1.41·C (1.18 to 1.89·C around 1.43·C before the baseline's
 // ceiling), with no drift, as the probes that come every
