@@ -202,7 +202,7 @@ type adaptive struct {
 	logShort float64 // short: EMA of the log inflation of samples over about one round (limit samples)
 	logAll   float64 // all: short's, with the samples that measure their references too (noteFaster)
 	load     float64 // EMA of the same samples' loads (job.load), with short's weights
-	logBase  float64 // the baseline: EMA of the log inflation of samples under its ceiling (baselineCeilingLocked) and at or below their reference's load; a probe may re-anchor it
+	logBase  float64 // the baseline: EMA of the log inflation of samples under its ceiling (baselineCeiling) and at or below their reference's load; a probe may re-anchor it
 	logTol   float64 // log of cfg.Tolerance
 	noise    float64 // EMA of the variance of a job's log seat time at a given load (noteNoise)
 	pairs    uint64  // the pairs of samples noise has taken (noiseKnown)

@@ -558,8 +558,9 @@ func TestAdaptiveReferenceCeiling(t *testing.T) {
 // referenceHarness returns an adaptive Scheduler (Max 20, Initial 20) with
 // a type "t", closed at the end of the test; run, which completes a job of
 // job ID id after d, admitted with load seats in use (itself and load-1
-// fillers held as long); and ref, the reference of id (seconds, load).
-// Inside a synctest bubble.
+// fillers held as long, each of a job ID seen once, which gives no
+// sample); and ref, the reference of id (seconds, load). Inside a synctest
+// bubble.
 func referenceHarness(t *testing.T) (*Scheduler, func(id string, load int, d time.Duration), func(id string) [2]float64) {
 	s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 20, Initial: 20}, TierLimits: map[Priority]int{10: 20}})
 	must(t, err)
@@ -570,10 +571,12 @@ func referenceHarness(t *testing.T) (*Scheduler, func(id string, load int, d tim
 		must(t, err)
 		return p
 	}
+	fresh := 0
 	run := func(id string, load int, d time.Duration) {
 		var fill []*Permit
-		for i := range load - 1 {
-			fill = append(fill, acquire(fmt.Sprint("filler-", i)))
+		for range load - 1 {
+			fresh++
+			fill = append(fill, acquire(fmt.Sprint("once-", fresh)))
 		}
 		p := acquire(id)
 		time.Sleep(d)
@@ -638,31 +641,15 @@ func TestAdaptiveLeftBehind(t *testing.T) {
 
 // TestAdaptiveBaselineCeiling: a sample feeds the baseline only at a load
 // of at most the reference ceiling over sqrt(Tolerance)
-// (baselineCeilingLocked: 20/1.1^1.5 = 17.3 at a limit of 20), while the
-// reference ceiling (20/1.1 = 18.2) still takes and moves references. The
-// other jobs that make up each load are of job IDs seen once, which give
-// no sample.
+// (baselineCeiling: 20/1.1^1.5 = 17.3 at a limit of 20), while the
+// reference ceiling (20/1.1 = 18.2) still takes and moves references.
 func TestAdaptiveBaselineCeiling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, _, ref := referenceHarness(t)
-		fresh := 0
+		s, harnessRun, ref := referenceHarness(t)
 		run := func(load int, d time.Duration) {
 			must(t, s.SetAdaptiveBounds(20, 20)) // the limit is 20
 			must(t, s.SetAdaptiveBounds(1, 20))
-			var fill []*Permit
-			for range load - 1 {
-				fresh++
-				p, err := s.Acquire(context.Background(), Request{Type: "t", JobID: fmt.Sprint("once-", fresh), FairnessKey: "k"})
-				must(t, err)
-				fill = append(fill, p)
-			}
-			p, err := s.Acquire(context.Background(), Request{Type: "t", JobID: "b", FairnessKey: "k"})
-			must(t, err)
-			time.Sleep(d)
-			p.Release()
-			for _, f := range fill {
-				f.Release()
-			}
+			harnessRun("b", load, d)
 			checkInvariants(t, s)
 		}
 		base := func() float64 {

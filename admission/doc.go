@@ -335,7 +335,7 @@
 // The baseline is the inflation of jobs seen at loads the controller holds
 // uncongested: noise, not congestion (1 where seat times do not vary), and
 // the signal is corrected for it. Its samples come from half a Tolerance
-// under the references' ceiling (baselineCeilingLocked): where the limit
+// under the references' ceiling (baselineCeiling): where the limit
 // settles that is C/sqrt(Tolerance), loads with a little room to spare,
 // and where it settles higher, as under noise (below), it lets less
 // congestion in. A sample more than Tolerance times faster than its
@@ -645,7 +645,7 @@
 // uncongested, which under a flood only probes give. Lowering that centre
 // (the baseline's ceiling, session 30) makes small dips more frequent: in
 // 400 runs, 24 lost more than 0.5 % of the capacity-seconds below C
-// instead of 3, and 1 more than 1.5 % in both (baselineCeilingLocked).
+// instead of 3, and 1 more than 1.5 % in both (baselineCeiling).
 // TestAdaptiveNoisyLevel (adaptive_level_test.go, with
 // -adaptive.level.runs=N) measures the level, the dips and the climb over
 // N different draws of that load.

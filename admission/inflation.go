@@ -26,7 +26,8 @@ import "math"
 func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef bool) {
 	a := s.adaptive
 	e := j.cost
-	uncongested := float64(j.load) <= s.refCeilingLocked()
+	ceiling := s.refCeilingLocked()
+	uncongested := float64(j.load) <= ceiling
 	if e != nil && (e.ref <= 0 || sinceNs(now, e.at) > s.cfg.CostTTL) {
 		e.ref, e.last = 0, 0 // expired with its estimate: taken again, and no pair across the gap (noteNoise)
 	}
@@ -48,7 +49,7 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	// A sample that measures its reference, not the server, stays out of
 	// the baseline, and out of short once the noise is known (measuresRef).
 	refOnly := a.measuresRef(lx)
-	if float64(j.load) <= s.baselineCeilingLocked() && j.load <= e.refLoad && !refOnly {
+	if j.load <= e.refLoad && !refOnly && float64(j.load) <= a.baselineCeiling(ceiling) {
 		a.logBase = logMove(a.logBase, lx, baselineAlpha)
 	}
 	// The jobs a probe admitted ran at half the limit: they measure the
@@ -240,10 +241,12 @@ func (s *Scheduler) refCeilingLocked() float64 {
 	return max(float64(a.cfg.Min), l/a.cfg.Tolerance)
 }
 
-// baselineCeilingLocked is the highest load at which a sample may feed the
-// baseline: the reference ceiling over sqrt(Tolerance), limit/Tolerance^1.5,
-// and at least Min. Where the limit settles, at Tolerance·C, that is
-// C/sqrt(Tolerance): loads with a little room to spare.
+// baselineCeiling is the highest load at which a sample may feed the
+// baseline, refCeiling being the reference ceiling (refCeilingLocked, which
+// sampleLocked has already read): that ceiling over sqrt(Tolerance),
+// limit/Tolerance^1.5, and at least Min. Where the limit settles, at
+// Tolerance·C, that is C/sqrt(Tolerance): loads with a little room to
+// spare. sampleLocked asks it last, after the cheaper conditions.
 //
 // At the reference ceiling itself, as until session 30, the baseline took
 // samples up to C there, and above C where seat times vary: there the limit
@@ -263,9 +266,8 @@ func (s *Scheduler) refCeilingLocked() float64 {
 // past 0.5 %, one of them 10.3 % below C. The scenarios without noise did
 // not move beyond their spread: there the baseline is 1 at any load under
 // C (benchmarks/ADMISSION.md, session 30).
-func (s *Scheduler) baselineCeilingLocked() float64 {
-	a := s.adaptive
-	return max(float64(a.cfg.Min), s.refCeilingLocked()/math.Sqrt(a.cfg.Tolerance))
+func (a *adaptive) baselineCeiling(refCeiling float64) float64 {
+	return max(float64(a.cfg.Min), refCeiling/math.Sqrt(a.cfg.Tolerance))
 }
 
 // updateRef folds an observation made at load into the reference: one at a
