@@ -539,8 +539,7 @@ func TestAdaptiveReferenceCeiling(t *testing.T) {
 			{"taken since that verdict: slower at a lower load above the ceiling, kept", 3, "q", 3, 3 * time.Second, false, [2]float64{2, 4}},
 			{"same load above the ceiling (10.9): kept, stale or not", 12, "r", 12, time.Second, true, [2]float64{3 * math.Pow(1./3, 0.3), 12}},
 		} {
-			must(t, s.SetAdaptiveBounds(st.limit, st.limit)) // the limit is st.limit
-			must(t, s.SetAdaptiveBounds(1, st.limit))        // and Min 1 (the ceiling's floor)
+			pinLimit(t, s, st.limit)
 			if st.stale {
 				s.mu.Lock()
 				s.adaptive.epoch++ // as probeSampleLocked does on that verdict
@@ -597,6 +596,14 @@ func referenceHarness(t *testing.T) (*Scheduler, func(id string, load int, d tim
 	return s, run, ref
 }
 
+// pinLimit sets s's adaptive limit to limit, with Min 1 (the ceilings'
+// floor) and Max limit.
+func pinLimit(t *testing.T, s *Scheduler, limit int) {
+	t.Helper()
+	must(t, s.SetAdaptiveBounds(limit, limit))
+	must(t, s.SetAdaptiveBounds(1, limit))
+}
+
 // TestAdaptiveLeftBehind: at an uncongested load, a completion takes
 // again a reference that its job's own cost estimate has left behind
 // (under 1/Tolerance of it, beyond chance), once the noise is known
@@ -623,8 +630,7 @@ func TestAdaptiveLeftBehind(t *testing.T) {
 			{"0.2 s above the ceiling (4.5): kept", 5, 1 / noiseAlpha, 5, time.Second / 5, 4, [2]float64{1, 5}},
 			{"0.2 s at its load under the ceiling: taken again, not moved by alpha", 20, 1 / noiseAlpha, 5, time.Second / 5, 1, [2]float64{0.2, 5}},
 		} {
-			must(t, s.SetAdaptiveBounds(st.limit, st.limit))
-			must(t, s.SetAdaptiveBounds(1, st.limit))
+			pinLimit(t, s, st.limit)
 			s.mu.Lock()
 			s.adaptive.pairs = st.pairs
 			s.mu.Unlock()
@@ -647,8 +653,7 @@ func TestAdaptiveBaselineCeiling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, harnessRun, ref := referenceHarness(t)
 		run := func(load int, d time.Duration) {
-			must(t, s.SetAdaptiveBounds(20, 20)) // the limit is 20
-			must(t, s.SetAdaptiveBounds(1, 20))
+			pinLimit(t, s, 20)
 			harnessRun("b", load, d)
 			checkInvariants(t, s)
 		}
