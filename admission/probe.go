@@ -165,6 +165,19 @@ func (s *Scheduler) startProbeLocked(now int64) {
 // running probe if the probe admitted j, and ends the probe after a round
 // of such samples: the limit is restored, and the probe's verdict on the
 // references sets when the next one comes and may re-anchor the baseline.
+//
+// The round's samples are the first of the probe's jobs to complete (it
+// goes on admitting while they run), so where seat times vary its mean
+// leans fast: the jobs that ran fast by chance are done first. In
+// TestAdaptiveNoisyLevel (a log-normal spread of 0.5, 300 runs) the
+// samples the verdicts counted read a mean log inflation of -0.13, all the
+// jobs the probes admitted -0.03. A verdict on the first jobs admitted,
+// all of them, has no lean but holds the halved limit until the slowest
+// of them is done, which where jobs take a second or minutes (a clone of a
+// small repository or of linux.git) can be minutes; measured, it reached
+// C from Min sooner (5.6 s against 6.5) and gained nothing in
+// benchmarks/adaptive, so the round ends as it does
+// (benchmarks/ADMISSION.md, session 31).
 func (s *Scheduler) probeSampleLocked(j *job, lx float64, now int64) {
 	a := s.adaptive
 	if !j.probed { // admitted before the probe lowered the limit
