@@ -650,8 +650,10 @@
 // sound: the level rests on the baseline (1.1 to 1.24, where it would
 // read about 1 against sound references), which its samples from loads
 // between C and its ceiling lift; fed from a sound probe's loads alone, it
-// sets the level lower but strays by chance again, and the dips come back
-// (session 31: six ways measured, none kept).
+// sets the level lower but strays by chance again, and the dips come back.
+// And where seat times vary a reference is a race's winner: of several
+// jobs of one (type, job ID) that run together, the first done takes it,
+// having run fast by chance (session 31: seven ways measured, none kept).
 // TestAdaptiveNoisyLevel (adaptive_level_test.go, with
 // -adaptive.level.runs=N) measures the level, the dips and the climb over
 // N different draws of that load.
