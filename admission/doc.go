@@ -653,7 +653,7 @@
 // sets the level lower but strays by chance again, and the dips come back.
 // And where seat times vary a reference is a race's winner: of several
 // jobs of one (type, job ID) that run together, the first done takes it,
-// having run fast by chance (session 31: seven ways measured, none kept).
+// having run fast by chance (session 31: eight ways measured, none kept).
 // TestAdaptiveNoisyLevel (adaptive_level_test.go, with
 // -adaptive.level.runs=N) measures the level, the dips and the climb over
 // N different draws of that load.
