@@ -646,14 +646,15 @@
 // (the baseline's ceiling, session 30) makes small dips more frequent: in
 // 400 runs, 24 lost more than 0.5 % of the capacity-seconds below C
 // instead of 3, and 1 more than 1.5 % in both (baselineCeiling). At that
-// level the probes, pooled over about 120 jobs, find the references
-// sound: the level rests on the baseline (1.1 to 1.24, where it would
-// read about 1 against sound references), which its samples from loads
-// between C and its ceiling lift; fed from a sound probe's loads alone, it
-// sets the level lower but strays by chance again, and the dips come back.
-// And where seat times vary a reference is a race's winner: of several
-// jobs of one (type, job ID) that run together, the first done takes it,
-// having run fast by chance (session 31: eight ways measured, none kept).
+// level the probes, pooled over about 120 jobs, find no congestion in the
+// references: the level rests on the baseline (1.1 to 1.24), which two
+// things lift. One is its samples from loads between C and its ceiling.
+// The other, where seat times vary, is references that won a race: of
+// several jobs of one (type, job ID) that run together, the first done
+// takes the reference, having run fast by chance, and the others read
+// slow against it. Fed from a sound probe's loads alone, the baseline sets
+// the level lower but strays by chance again, and the dips come back
+// (session 31: eight ways measured, none kept).
 // TestAdaptiveNoisyLevel (adaptive_level_test.go, with
 // -adaptive.level.runs=N) measures the level, the dips and the climb over
 // N different draws of that load.
