@@ -184,10 +184,21 @@ func TestUpdateRef(t *testing.T) {
 		{3, 4, 3, 4},                       // lower load: replaced, even when slower
 		{2, 4, 3 * math.Pow(2./3, 0.3), 4}, // same load again (2.66)
 	} {
-		e.updateRef(st.obs, st.load, 0.3, 0)
-		if math.Abs(e.ref-st.ref) > 1e-9 || e.refLoad != st.refLoad {
-			t.Fatalf("after %v s at load %d: ref %v at %d, want %v at %d", st.obs, st.load, e.ref, e.refLoad, st.ref, st.refLoad)
+		e.updateRef(math.Log(st.obs), st.load, 0.3, 0)
+		if ref := math.Exp(e.logRef); math.Abs(ref-st.ref) > 1e-9 || e.refLoad != st.refLoad {
+			t.Fatalf("after %v s at load %d: ref %v at %d, want %v at %d", st.obs, st.load, ref, e.refLoad, st.ref, st.refLoad)
 		}
+	}
+	// A job of no measurable time leaves no reference where it would have
+	// replaced one, and moves none at its load.
+	e.updateRef(math.Inf(-1), 3, 0.3, 0)
+	if e.hasRef() {
+		t.Fatalf("after 0 s at load 3, under the reference's 4: reference %v s at %d, want none", math.Exp(e.logRef), e.refLoad)
+	}
+	e.updateRef(math.Log(2), 4, 0.3, 0)
+	e.updateRef(math.Inf(-1), 4, 0.3, 0)
+	if ref := math.Exp(e.logRef); math.Abs(ref-2) > 1e-9 || e.refLoad != 4 {
+		t.Fatalf("after 2 s and then 0 s at load 4: reference %v s at %d, want 2 s at 4", ref, e.refLoad)
 	}
 }
 
@@ -255,8 +266,8 @@ func TestAdaptiveZeroSeatTimes(t *testing.T) {
 		t.Fatalf("after the probe: probing %v, baseline %v, next in %v rounds (want false, 1 and %d)",
 			a.probing, math.Exp(a.logBase), a.probeEvery, DefaultAdaptiveProbeInterval)
 	}
-	e := &costEntry{ref: 0.1, refLoad: 1, at: 1}
-	s.sampleLocked(&job{cost: e, load: 1}, 0, 1)
+	e := &costEntry{logRef: math.Log(0.1), refLoad: 1, at: 1}
+	s.sampleLocked(&job{cost: e, load: 1}, math.Inf(-1), 1)
 	if a.logShort != 0 || a.logBase != 0 || math.IsNaN(a.limit) || a.limit < 1 || a.limit > 100 {
 		t.Fatalf("after a completion of no time: short %v, baseline %v (want 1), limit %v (want a number in [1, 100])", math.Exp(a.logShort), math.Exp(a.logBase), a.limit)
 	}
@@ -588,10 +599,10 @@ func referenceHarness(t *testing.T) (*Scheduler, func(id string, load int, d tim
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		e, ok := s.costs.Peek(costKey{"t", id})
-		if !ok {
+		if !ok || !e.hasRef() {
 			return [2]float64{}
 		}
-		return [2]float64{e.ref, float64(e.refLoad)}
+		return [2]float64{math.Exp(e.logRef), float64(e.refLoad)}
 	}
 	return s, run, ref
 }

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -349,9 +350,10 @@ func (s *Scheduler) finishLocked(j *job, now int64, observed time.Duration, lear
 	k.v += (obs - j.est) / k.w
 	if learn {
 		if s.adaptive != nil {
-			takeRef := s.sampleLocked(j, obs, now)
+			lobs := math.Log(obs) // the controller's averages are kept in log (inflation.go)
+			takeRef := s.sampleLocked(j, lobs, now)
 			if e := s.learnLocked(j, obs, now); takeRef {
-				e.updateRef(obs, j.load, s.cfg.CostAlpha, s.adaptive.epoch)
+				e.updateRef(lobs, j.load, s.cfg.CostAlpha, s.adaptive.epoch)
 			}
 		} else {
 			s.learnLocked(j, obs, now)

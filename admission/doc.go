@@ -352,7 +352,8 @@
 // reference was taken (e^noise, 1.28 at a log-normal spread of 0.5, when
 // it is one seat time), so plain means read noise as inflation, and by
 // different amounts in different averages (the controller keeps short,
-// all and the baseline as their logs, so a sample moves each by one
+// all, the baseline and each reference as their logs, so a sample's log
+// inflation is one subtraction and moves each average by one
 // multiply-add). A job of no measurable time has no log and moves none of
 // them. A round is about
 // limit samples, so a round moves the limit Smoothing of the way to

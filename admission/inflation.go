@@ -8,7 +8,8 @@ import "math"
 // the limit on it.
 
 // sampleLocked feeds the controller the completion of j, which held its
-// seat for observed seconds, and reports whether the completion may take
+// seat for e^lobs seconds (lobs is -Inf for a job of no measurable time),
+// and reports whether the completion may take
 // or move j's reference (costEntry.updateRef): if it ran at a load the
 // controller holds uncongested (refCeilingLocked), or at a lower load than
 // the reference's and faster (the reference was taken under more
@@ -17,35 +18,34 @@ import "math"
 // uncongested load, a reference the job's own estimate has left behind is
 // dropped first, so the completion takes it again (leftBehind). Called from
 // finishLocked for completions that count (not a seat handed back), before
-// the cost estimate learns observed. It may change s.cfg.Capacity; the
+// the cost estimate learns the seat time. It may change s.cfg.Capacity; the
 // caller dispatches afterwards.
 //
-// The inflation of a job is observed / reference, its reference being the
-// seat time of its (type, job ID) at the lowest uncongested load seen
-// (costEntry.ref).
-func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef bool) {
+// The inflation of a job is its seat time / its reference, the reference
+// being the seat time of its (type, job ID) at the lowest uncongested load
+// seen (costEntry.logRef); its log, lx, is lobs less the reference's log.
+func (s *Scheduler) sampleLocked(j *job, lobs float64, now int64) (takeRef bool) {
 	a := s.adaptive
 	e := j.cost
 	ceiling := s.refCeilingLocked()
 	uncongested := float64(j.load) <= ceiling
-	if e != nil && (e.ref <= 0 || sinceNs(now, e.at) > s.cfg.CostTTL) {
-		e.ref, e.last = 0, 0 // expired with its estimate: taken again, and no pair across the gap (noteNoise)
+	if e != nil && (!e.hasRef() || sinceNs(now, e.at) > s.cfg.CostTTL) {
+		e.refLoad, e.lastLoad = 0, 0 // expired with its estimate: taken again, and no pair across the gap (noteNoise)
 	}
 	if e != nil && uncongested && a.leftBehind(e) {
-		e.ref = 0 // taken again at this load (updateRef)
+		e.refLoad = 0 // taken again at this load (updateRef)
 	}
-	if e == nil || e.ref == 0 {
+	if e == nil || !e.hasRef() {
 		a.weak++
 		return uncongested
 	}
 	used := s.queued > 0 || float64(s.inUse+1) >= a.cfg.UsedFraction*float64(s.cfg.Capacity)
 	a.samples++
-	x := observed / e.ref
-	a.noteNoise(e, observed, j.load)
+	a.noteNoise(e, lobs, j.load)
 	// The averages are geometric, kept and moved in log (logMove): see the
-	// package doc. A job of no measurable time (x = 0, as in a synctest
-	// bubble) has no log and moves none of them; lx is then -Inf.
-	lx := math.Log(x)
+	// package doc. A job of no measurable time (as in a synctest bubble)
+	// has no log and moves none of them; lx is then -Inf.
+	lx := lobs - e.logRef
 	// A sample that measures its reference, not the server, stays out of
 	// the baseline, and out of short once the noise is known (measuresRef).
 	refOnly := a.measuresRef(lx)
@@ -57,7 +57,7 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	// server with room to spare just as the probe gives the seats back.
 	// all takes every such sample, those that measure their references
 	// too (noteFaster reads it).
-	if !j.probed && x > 0 {
+	if !j.probed && !math.IsInf(lx, -1) {
 		w := 2 / (max(a.limit, minShortSamples) + 1)
 		a.logAll = logMove(a.logAll, lx, w)
 		if !(refOnly && a.noiseKnown()) {
@@ -67,7 +67,7 @@ func (s *Scheduler) sampleLocked(j *job, observed float64, now int64) (takeRef b
 	}
 	a.followFall()
 	s.stepLocked(used, j, lx, now)
-	return uncongested || j.load < e.refLoad && (x < 1 || e.refEpoch != a.epoch)
+	return uncongested || j.load < e.refLoad && (lx < 0 || e.refEpoch != a.epoch)
 }
 
 // baselineAlpha is the weight of one sample in the noise baseline.
@@ -140,7 +140,7 @@ func (a *adaptive) measuresRef(lx float64) bool {
 // after 7.6 s instead of 6.6 s, for a goodput of 13.36 seats against
 // 13.67; gated, 6.5 s and 13.72.
 func (a *adaptive) leftBehind(e *costEntry) bool {
-	return e.ref > 0 && a.noiseKnown() && a.measuresRef(math.Log(e.est/e.ref))
+	return e.hasRef() && a.noiseKnown() && a.measuresRef(math.Log(e.est)-e.logRef)
 }
 
 // refChance is how many standard deviations of one sample's inflation
@@ -194,20 +194,24 @@ func (a *adaptive) shortError() float64 {
 	return math.Sqrt(math.Expm1(a.sampleChance()) / max(a.limit, minShortSamples))
 }
 
-// noteNoise folds a sample of e, a job that held its seat for observed
+// noteNoise folds a sample of e, a job that held its seat for e^lobs
 // seconds at load seats in use, into the noise estimate: two successive
 // samples of one (type, job ID) at the same load differ only by how seat
 // times vary, so half their squared difference in log is an estimate of
 // that variance (0 where times do not vary; a job that got dearer adds
 // one such estimate, not one per later sample). A probe's verdict allows
 // for it (probe.go).
-func (a *adaptive) noteNoise(e *costEntry, observed float64, load int32) {
-	if e.lastLoad == load && e.last > 0 && observed > 0 {
-		d := math.Log(observed / e.last)
+func (a *adaptive) noteNoise(e *costEntry, lobs float64, load int32) {
+	if math.IsInf(lobs, -1) { // of no measurable time: no pair with the next
+		e.lastLoad = 0
+		return
+	}
+	if e.lastLoad == load {
+		d := lobs - e.logLast
 		a.noise += noiseAlpha * (d*d/2 - a.noise)
 		a.pairs++
 	}
-	e.last, e.lastLoad = observed, load
+	e.logLast, e.lastLoad = lobs, load
 }
 
 // sampleChance is the variance that chance alone gives one sample's log
@@ -270,15 +274,23 @@ func (a *adaptive) baselineCeiling(refCeiling float64) float64 {
 	return max(float64(a.cfg.Min), refCeiling/math.Sqrt(a.cfg.Tolerance))
 }
 
-// updateRef folds an observation made at load into the reference: one at a
-// lower load replaces it, one at the same load moves it by the cost EMA's
-// alpha, one at a higher load leaves it (congestion, not the job, may have
-// made it slower).
-func (e *costEntry) updateRef(observed float64, load int32, alpha float64, epoch uint32) {
+// hasRef reports whether e holds a reference (logRef).
+func (e *costEntry) hasRef() bool { return e.refLoad > 0 }
+
+// updateRef folds an observation of e^lobs seconds made at load into the
+// reference: one at a lower load replaces it, one at the same load moves it
+// by the cost EMA's alpha in log, one at a higher load leaves it
+// (congestion, not the job, may have made it slower). An observation of no
+// measurable time (lobs = -Inf) that would replace the reference leaves
+// none, to be taken by the next.
+func (e *costEntry) updateRef(lobs float64, load int32, alpha float64, epoch uint32) {
 	switch {
-	case e.ref == 0 || load < e.refLoad:
-		e.ref, e.refLoad, e.refEpoch = observed, load, epoch
-	case load == e.refLoad && observed > 0:
-		e.ref = math.Exp(logMove(math.Log(e.ref), math.Log(observed), alpha))
+	case !e.hasRef() || load < e.refLoad:
+		e.logRef, e.refLoad, e.refEpoch = lobs, load, epoch
+		if math.IsInf(lobs, -1) {
+			e.refLoad = 0
+		}
+	case load == e.refLoad && !math.IsInf(lobs, -1):
+		e.logRef = logMove(e.logRef, lobs, alpha)
 	}
 }

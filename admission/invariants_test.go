@@ -92,6 +92,14 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			return fmt.Errorf("adaptive: probe every %v rounds (want %d or %d), %d samples",
 				a.probeEvery, minProbeEvery, a.cfg.ProbeInterval, a.probeN)
 		}
+		// A reference and a last sample are logs of seat times, finite
+		// where a load says there is one (costEntry).
+		for _, e := range s.costs.Values() {
+			if e.refLoad < 0 || e.lastLoad < 0 || e.hasRef() && math.IsInf(e.logRef, 0) || e.lastLoad > 0 && math.IsInf(e.logLast, 0) ||
+				math.IsNaN(e.logRef) || math.IsNaN(e.logLast) {
+				return fmt.Errorf("adaptive: cost entry %v: reference e^%v s at load %d, last sample e^%v s at load %d", e.key, e.logRef, e.refLoad, e.logLast, e.lastLoad)
+			}
+		}
 	}
 	typeRun := map[*typeState]int{}
 	typeQ := map[*typeState]int{}

@@ -375,17 +375,21 @@ type costEntry struct {
 	key costKey // its key in Scheduler.costs
 	est float64 // seconds
 	at  int64   // last observation, an instant (see Scheduler.now); 0 = evicted
-	// ref is the seat time, in seconds, at the lowest uncongested load
-	// seen (refLoad seats in use at admission; see sampleLocked), or since
-	// the estimate left it behind (leftBehind): adaptive
-	// capacity's reference for the inflation of the job (inflation.go). 0 =
-	// none yet; kept only when Config.Adaptive is set.
-	ref      float64
+	// logRef is the log of the seat time, in seconds, at the lowest
+	// uncongested load seen (refLoad seats in use at admission; see
+	// sampleLocked), or since the estimate left it behind (leftBehind):
+	// adaptive capacity's reference for the inflation of the job
+	// (inflation.go). refLoad 0 = none yet (a job holds at least its own
+	// seat, so a real load is at least 1); kept only when Config.Adaptive
+	// is set. The reference is a geometric mean, and kept as its log as
+	// the controller's averages are: a sample's log inflation is then one
+	// subtraction (see updateRef).
+	logRef   float64
 	refLoad  int32
-	refEpoch uint32 // adaptive.epoch when ref was last replaced: older, it may be stale (see sampleLocked)
-	// last is the seat time, in seconds, of the last sample of the job,
-	// at lastLoad seats in use: the next at the same load measures how
-	// seat times vary (adaptive.noteNoise).
-	last     float64
+	refEpoch uint32 // adaptive.epoch when the reference was last replaced: older, it may be stale (see sampleLocked)
+	// logLast is the log of the seat time, in seconds, of the last sample
+	// of the job, at lastLoad seats in use (0 = none): the next at the same
+	// load measures how seat times vary (adaptive.noteNoise).
+	logLast  float64
 	lastLoad int32
 }
