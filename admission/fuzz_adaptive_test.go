@@ -27,7 +27,7 @@ import (
 // queue-delay shedding on or off. There is no reference model of the
 // controller: after every step it checks the scheduler's invariants
 // (checkInvariantsLocked, which for adaptive capacity include a finite
-// controller state, a limit within its bounds whose seats are the
+// controller state and finite references, a limit within its bounds whose seats are the
 // capacity, and kept capacity changes that follow on from each other),
 // that those changes are in the order of their times, and that no job is
 // admitted while the seats are full; after
