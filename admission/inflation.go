@@ -286,10 +286,11 @@ func (e *costEntry) hasRef() bool { return e.refLoad > 0 }
 func (e *costEntry) updateRef(lobs float64, load int32, alpha float64, epoch uint32) {
 	switch {
 	case !e.hasRef() || load < e.refLoad:
-		e.logRef, e.refLoad, e.refEpoch = lobs, load, epoch
 		if math.IsInf(lobs, -1) {
-			e.refLoad = 0
+			e.refLoad = 0 // none: the next observation takes it
+			return
 		}
+		e.logRef, e.refLoad, e.refEpoch = lobs, load, epoch
 	case load == e.refLoad && !math.IsInf(lobs, -1):
 		e.logRef = logMove(e.logRef, lobs, alpha)
 	}

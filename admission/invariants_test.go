@@ -94,9 +94,9 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		}
 		// A reference and a last sample are logs of seat times, finite
 		// where a load says there is one (costEntry).
+		broken := func(load int32, l float64) bool { return load < 0 || math.IsNaN(l) || load > 0 && math.IsInf(l, 0) }
 		for _, e := range s.costs.Values() {
-			if e.refLoad < 0 || e.lastLoad < 0 || e.hasRef() && math.IsInf(e.logRef, 0) || e.lastLoad > 0 && math.IsInf(e.logLast, 0) ||
-				math.IsNaN(e.logRef) || math.IsNaN(e.logLast) {
+			if broken(e.refLoad, e.logRef) || broken(e.lastLoad, e.logLast) {
 				return fmt.Errorf("adaptive: cost entry %v: reference e^%v s at load %d, last sample e^%v s at load %d", e.key, e.logRef, e.refLoad, e.logLast, e.lastLoad)
 			}
 		}
