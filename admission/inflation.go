@@ -109,7 +109,9 @@ func logMove(l, lx, w float64) float64 {
 // The baseline, which each sample moves by a twentieth and probes
 // re-anchor, keeps its cut from the first sample.
 func (a *adaptive) measuresRef(lx float64) bool {
-	return lx < -a.logTol-refChance*math.Sqrt(a.sampleChance())
+	// The square root is taken only for a sample under 1/Tolerance at all.
+	below := -a.logTol - lx // how far lx lies under 1/Tolerance, in log
+	return below > 0 && below > refChance*math.Sqrt(a.sampleChance())
 }
 
 // leftBehind reports whether e's reference is one its job's own cost

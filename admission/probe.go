@@ -125,7 +125,11 @@ const (
 // than 0.5 % and 4 more than 1.5 % (the worst 12.38 seats), against 6 and
 // 0 (12.91; session 29).
 func (a *adaptive) noteFaster() {
-	if a.noiseKnown() && a.logAll < a.logBase-a.logTol-fasterZ*a.shortError() {
+	// below is how far all lies under baseline/Tolerance, in log.
+	// shortError (an expm1 and a square root) is taken only when all lies
+	// under it at all, which at a steady load it seldom does.
+	below := a.logBase - a.logTol - a.logAll
+	if a.noiseKnown() && below > 0 && below > fasterZ*a.shortError() {
 		a.faster += 1 / max(a.limit, 1)
 	} else {
 		a.faster = 0
