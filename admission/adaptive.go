@@ -285,17 +285,18 @@ func (a *adaptive) seatsOf(limit float64) int {
 // probe (probe.go); j is the sample's job and lx the log of its inflation
 // x (-Inf for a job of no measurable time).
 //
-//	implied = load · Tolerance · baseline / short
+//	implied = load · Tolerance · max(baseline, 1) / short
 //	target  = max(implied·e^se, limit/2)     if congested (se: shortError,
 //	                                         about 0 where seat times do not
 //	                                         vary), and at least the floor
 //	                                         of the last sound probe
 //	        = limit + Headroom·sqrt(limit)   otherwise, at most implied if
-//	          x > sqrt(Tolerance)·baseline, at least fastGrowth · limit
-//	          if calm >= 1 round
+//	          x > sqrt(Tolerance)·max(baseline, 1), at least fastGrowth ·
+//	          limit if calm >= 1 round
 //	limit  += Smoothing / limit · (target - limit)
 //
-// Congested is short > Tolerance·baseline; the limit then only falls, and
+// Congested is short > Tolerance·max(baseline, 1): the law reads the
+// baseline as at least 1 (lawBase). The limit then only falls, and
 // otherwise only grows. A round is about limit samples, so one round moves
 // the limit Smoothing of the way to target. An increase needs the seats to
 // have been used (used), no pressure, and the limit not held (held).
@@ -312,7 +313,8 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 		s.startProbeLocked(now)
 		return
 	}
-	noise := a.logTol/2 + a.logBase // log inflation past this is more than noise
+	base := a.lawBase()
+	noise := a.logTol/2 + base // log inflation past this is more than noise
 	if a.logShort > noise {
 		a.calm = 0
 	} else {
@@ -325,7 +327,7 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 	// load, not at the limit, which the samples trail by a round or so.
 	//
 	// gap is log(Tolerance·baseline/short), so implied = load·e^gap.
-	gap := a.logTol + a.logBase - a.logShort
+	gap := a.logTol + base - a.logShort
 	var target float64
 	if gap < 0 { // congested: short > Tolerance·baseline
 		// Where seat times vary, a round's short strays by chance: the

@@ -240,6 +240,37 @@ func TestAdaptiveTarget(t *testing.T) {
 	}
 }
 
+// TestAdaptiveLawBase: the control law reads a baseline under 1 as 1
+// (lawBase), and one above 1 as it is. Defaults as TestAdaptiveTarget.
+func TestAdaptiveLawBase(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		baseline, short float64
+		limit, load     float64
+		target          float64
+	}{
+		// Against 0.9 a short of 1.05 would read as congested (over
+		// 1.1·0.9 = 0.99) and cut the limit to 16·0.99/1.05.
+		{"a baseline of 0.9 reads as 1: uncongested, the headroom", 0.9, 1.05, 16, 16, 18},
+		{"a baseline of 1.1 counts: congested, down to implied, 18·1.21/1.2375", 1.1, 1.2375, 20, 18, 17.6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, a := lockedAdaptive(t, 16)
+			a.limit, a.load, a.mark = c.limit, c.load, c.limit
+			a.logShort, a.logBase = math.Log(c.short), math.Log(c.baseline)
+			a.probeEvery = 1e9
+			s.stepLocked(true, &job{}, 0, 1) // a sample at its reference
+			want := c.limit + 0.5/c.limit*(c.target-c.limit)
+			if math.Abs(a.limit-want) > 1e-9 {
+				t.Errorf("limit %v after the sample, want %v (target %v)", a.limit, want, c.target)
+			}
+			if got := math.Exp(a.logBase); math.Abs(got-c.baseline) > 1e-9 {
+				t.Errorf("baseline %v after the sample, want it as its samples read it, %v", got, c.baseline)
+			}
+		})
+	}
+}
+
 // lockedAdaptive is a new adaptive scheduler (Max 100) and its controller,
 // with the scheduler's mutex held until the test ends, for tests that
 // drive stepLocked by hand.

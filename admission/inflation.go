@@ -73,6 +73,38 @@ func (s *Scheduler) sampleLocked(j *job, lobs float64, now int64) (takeRef bool)
 // baselineAlpha is the weight of one sample in the noise baseline.
 const baselineAlpha = 0.05
 
+// lawBase is the baseline in log as the control law reads it (stepLocked):
+// the baseline, but never under 1 (0 in log). A baseline under 1 says that
+// jobs at loads the controller holds uncongested ran faster than their
+// references. That is chance in the few samples that feed it where seat
+// times vary (a probe's ten or so jobs, under a flood), or references
+// taken under congestion. Against such a baseline a server that keeps up
+// reads as congested, and the limit falls under C for seconds until a
+// probe re-anchors it: the dips of the package doc's "What noise still
+// costs", which start in runs whose baseline settled at 0.90 to 0.94.
+// References taken under congestion are the probes' to find (a verdict of
+// congested references brings the next probe within minProbeEvery rounds,
+// and noteFaster one when the jobs at the limit run faster than theirs),
+// not the baseline's to absorb. The baseline itself (Snapshot's
+// Adaptive.Baseline, noteFaster, a probe's anchor) stays what its samples
+// read. Where seat times do not vary it is 1 and nothing changes.
+//
+// In 400 runs of benchmarks/adaptive's noisy slow disk over its 20 draws,
+// the runs that lost more than 0.5 % of the capacity-seconds to a limit
+// below C went from 23 (22 in session 31's control) to 6 and 11 in two
+// batches, those that lost more than 1.5 % from 1 (2) to 0 and 1, and the
+// worst run's goodput rose from 12.708 (12.636) to 12.857 and 12.774
+// seats, the median staying at 13.04. TestAdaptiveNoisyLevel (150 runs
+// from each start) kept its level (22.9 and 22.1 seats before, 23.0 and
+// 22.0 after), and its runs under 8 seats from Min went from 2 to 0. After
+// the jobs all got twice as cheap (TestAdaptiveJobsGetCheaper, 300 runs),
+// the mean limit in the 8 s after the change rose from a median of 17.6 to
+// 18.1 seats, and the lowest limit from 8 s after it from 16 to 17
+// (benchmarks/ADMISSION.md, session 33).
+func (a *adaptive) lawBase() float64 {
+	return max(a.logBase, 0)
+}
+
 // logMove moves l, the log of a geometric mean, by weight w towards lx:
 // an exponential moving average of the log.
 func logMove(l, lx, w float64) float64 {
