@@ -171,7 +171,7 @@ type AdaptiveSnapshot struct {
 	Limit     float64          // the controller's limit before rounding; Snapshot.Capacity is it rounded
 	Min, Max  int              // the bounds now (AdaptiveConfig's, or SetAdaptiveBounds')
 	Inflation float64          // short-term (geometric) mean inflation of the samples, but those that measure their references (1 = jobs take their reference time)
-	Baseline  float64          // (geometric) mean inflation of jobs seen at no more load than their reference's: the noise level
+	Baseline  float64          // (geometric) mean inflation of jobs seen at no more load than their reference's: the noise level (the control law reads it as at least 1)
 	Noise     float64          // how a job's seat time varies at a given load: the standard deviation of its log (about 0 where times do not vary)
 	Samples   uint64           // completions that fed the controller
 	Weak      uint64           // completions that did not (no reference yet for their type and job ID)

@@ -733,8 +733,8 @@
 //     itself among its jobs, the limit does not come down from there (see
 //     "A server that shares itself" above).
 //   - Snapshot's Adaptive (the debug page's "Adaptive capacity" line) says
-//     what the controller reads. Inflation near Baseline is a server that
-//     keeps up. Weak much larger than Samples is a workload whose (type, job
+//     what the controller reads. Inflation near Baseline (near 1 when
+//     Baseline is under 1: lawBase) is a server that keeps up. Weak much larger than Samples is a workload whose (type, job
 //     ID) pairs rarely repeat: the controller has next to no signal and the
 //     limit stays where it is (a job ID names a resource for conflicts too,
 //     so do not coarsen it for the controller's sake); there a fixed
