@@ -326,10 +326,10 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 	// taken as proportional to load. It is measured at the samples' own
 	// load, not at the limit, which the samples trail by a round or so.
 	//
-	// gap is log(Tolerance·baseline/short), so implied = load·e^gap.
+	// gap is log(Tolerance·max(baseline, 1)/short), so implied = load·e^gap.
 	gap := a.logTol + base - a.logShort
 	var target float64
-	if gap < 0 { // congested: short > Tolerance·baseline
+	if gap < 0 { // congested: short > Tolerance·max(baseline, 1)
 		// Where seat times vary, a round's short strays by chance: the
 		// cut goes only as far as short one standard error lower implies.
 		target = max(0.5*a.limit, a.load*math.Exp(gap+a.shortError()))

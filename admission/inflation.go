@@ -95,8 +95,9 @@ const baselineAlpha = 0.05
 // batches, those that lost more than 1.5 % from 1 (2) to 0 and 1, and the
 // worst run's goodput rose from 12.708 (12.636) to 12.857 and 12.774
 // seats, the median staying at 13.04. TestAdaptiveNoisyLevel (150 runs
-// from each start) kept its level (22.9 and 22.1 seats before, 23.0 and
-// 22.0 after), and its runs under 8 seats from Min went from 2 to 0. After
+// from each start) kept its level (22.6 to 22.9 and 21.9 to 22.2 seats in
+// three batches before, 23.0 and 21.9 to 22.0 in two after), and its runs
+// under 8 seats from Min went from 2 to 4 to none. After
 // the jobs all got twice as cheap (TestAdaptiveJobsGetCheaper, 300 runs),
 // the mean limit in the 8 s after the change rose from a median of 17.6 to
 // 18.1 seats, and the lowest limit from 8 s after it from 16 to 17
