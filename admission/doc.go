@@ -344,7 +344,7 @@
 // their references, which is chance in the few samples that feed it where
 // seat times vary, or references taken under congestion, which the probes
 // find (below); against it, a server that keeps up read as congested, and
-// that was most of the dips under noise (below).
+// that was half or more of the dips under noise (below).
 // A sample more than Tolerance times faster than its
 // reference, by more than chance (refChance: two standard
 // deviations of one sample's log inflation, about 0 where seat times do not
