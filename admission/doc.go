@@ -613,11 +613,11 @@
 // 19.0 to 26.9; before, 23.5 to 23.8 and 21.9 to 22.4) in
 // TestAdaptiveNoisyLevel, which it follows when C halves. Over longer runs it does not settle but
 // wanders: on a steady server at that
-// spread, over an hour, its 5-minute means ranged from 1.15 to 1.84·C
-// around 1.41·C (1.18 to 1.89·C around 1.43·C before the baseline's
-// ceiling), with no drift, as the probes that come every
-// ProbeInterval rounds draw the baseline anew (benchmarks/ADMISSION.md,
-// session 30). Where the server only slows down past C, that level costs
+// spread, over an hour, its 5-minute means ranged from 1.16 to 1.86·C
+// around 1.40·C (1.15 to 1.84·C around 1.41·C before lawBase, 1.18 to
+// 1.89·C around 1.43·C before the baseline's ceiling), with no drift, as
+// the probes that come every ProbeInterval rounds draw the baseline anew
+// (benchmarks/ADMISSION.md, sessions 30 and 33). Where the server only slows down past C, that level costs
 // latency; where it thrashes as well, goodput: in benchmarks/ADAPTIVE.md's
 // noisy thrashing slow disk fairseat keeps 95.2 % of the best fixed
 // capacity's goodput (95.1 % before lawBase, 96.1 % over 20 draws in
