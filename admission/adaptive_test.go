@@ -206,7 +206,8 @@ func TestUpdateRef(t *testing.T) {
 // way to its target, which is where the samples' own load puts it
 // (implied = load·Tolerance·baseline/short), not the limit scaled: the
 // samples trail the limit (stepLocked). Defaults: Tolerance 1.1, Headroom
-// 0.5, Smoothing 0.5; the baseline is 1.
+// 0.5, Smoothing 0.5; the baseline is 1 unless a case sets it. The law
+// reads a baseline under 1 as 1, and one above 1 as it is (lawBase).
 func TestAdaptiveTarget(t *testing.T) {
 	for _, c := range []struct {
 		name                  string
@@ -214,20 +215,28 @@ func TestAdaptiveTarget(t *testing.T) {
 		calm                  float64
 		used                  bool
 		target                float64 // 0: the limit stays
+		baseline              float64 // 0: 1
 	}{
-		{"congested, the samples from a lower load than the limit: down to implied, 17.6, not 20·1.1/1.125", 20, 18, 1.125, 1.125, 0, true, 17.6},
-		{"congested, the limit already under implied (17.4): stays", 17, 19, 1.2, 1.2, 0, true, 0},
-		{"congested threefold: at most halved", 20, 20, 3, 3, 0, true, 10},
-		{"uncongested, the sample at its reference: the headroom, 16 + 0.5·4", 16, 16, 1.05, 1, 0, true, 18},
-		{"uncongested, the sample past the noise: no further than implied", 17, 17, 1.06, 1.0625, 0, true, 17 * 1.1 / 1.06},
-		{"uncongested, the sample past the noise, the limit over implied: stays", 18, 17, 1.06, 1.1, 0, true, 0},
-		{"uncongested but the seats unused: stays", 16, 16, 1.05, 1, 0, false, 0},
-		{"calm for a round: a quarter up whatever the sample", 10, 10, 1, 1.2, 1, true, 15},
+		{"congested, the samples from a lower load than the limit: down to implied, 17.6, not 20·1.1/1.125", 20, 18, 1.125, 1.125, 0, true, 17.6, 0},
+		{"congested, the limit already under implied (17.4): stays", 17, 19, 1.2, 1.2, 0, true, 0, 0},
+		{"congested threefold: at most halved", 20, 20, 3, 3, 0, true, 10, 0},
+		{"uncongested, the sample at its reference: the headroom, 16 + 0.5·4", 16, 16, 1.05, 1, 0, true, 18, 0},
+		{"uncongested, the sample past the noise: no further than implied", 17, 17, 1.06, 1.0625, 0, true, 17 * 1.1 / 1.06, 0},
+		{"uncongested, the sample past the noise, the limit over implied: stays", 18, 17, 1.06, 1.1, 0, true, 0, 0},
+		{"uncongested but the seats unused: stays", 16, 16, 1.05, 1, 0, false, 0, 0},
+		{"calm for a round: a quarter up whatever the sample", 10, 10, 1, 1.2, 1, true, 15, 0},
+		// Against 0.9 a short of 1.05 would read as congested (over
+		// 1.1·0.9 = 0.99) and cut the limit to 16·0.99/1.05.
+		{"a baseline of 0.9 reads as 1: uncongested, the headroom", 16, 16, 1.05, 1, 0, true, 18, 0.9},
+		{"a baseline of 1.1 counts: congested, down to implied, 18·1.21/1.2375", 20, 18, 1.2375, 1, 0, true, 17.6, 1.1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, a := lockedAdaptive(t, 16)
 			a.limit, a.load, a.logShort, a.calm, a.mark = c.limit, c.load, math.Log(c.short), c.calm, c.limit
 			a.probeEvery = 1e9
+			if c.baseline != 0 {
+				a.logBase = math.Log(c.baseline)
+			}
 			s.stepLocked(c.used, &job{}, math.Log(c.x), 1)
 			want := c.limit
 			if c.target != 0 {
@@ -236,35 +245,7 @@ func TestAdaptiveTarget(t *testing.T) {
 			if math.Abs(a.limit-want) > 1e-9 {
 				t.Errorf("limit %v after the sample, want %v (target %v)", a.limit, want, c.target)
 			}
-		})
-	}
-}
-
-// TestAdaptiveLawBase: the control law reads a baseline under 1 as 1
-// (lawBase), and one above 1 as it is. Defaults as TestAdaptiveTarget.
-func TestAdaptiveLawBase(t *testing.T) {
-	for _, c := range []struct {
-		name            string
-		baseline, short float64
-		limit, load     float64
-		target          float64
-	}{
-		// Against 0.9 a short of 1.05 would read as congested (over
-		// 1.1·0.9 = 0.99) and cut the limit to 16·0.99/1.05.
-		{"a baseline of 0.9 reads as 1: uncongested, the headroom", 0.9, 1.05, 16, 16, 18},
-		{"a baseline of 1.1 counts: congested, down to implied, 18·1.21/1.2375", 1.1, 1.2375, 20, 18, 17.6},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			s, a := lockedAdaptive(t, 16)
-			a.limit, a.load, a.mark = c.limit, c.load, c.limit
-			a.logShort, a.logBase = math.Log(c.short), math.Log(c.baseline)
-			a.probeEvery = 1e9
-			s.stepLocked(true, &job{}, 0, 1) // a sample at its reference
-			want := c.limit + 0.5/c.limit*(c.target-c.limit)
-			if math.Abs(a.limit-want) > 1e-9 {
-				t.Errorf("limit %v after the sample, want %v (target %v)", a.limit, want, c.target)
-			}
-			if got := math.Exp(a.logBase); math.Abs(got-c.baseline) > 1e-9 {
+			if got := math.Exp(a.logBase); c.baseline != 0 && math.Abs(got-c.baseline) > 1e-9 {
 				t.Errorf("baseline %v after the sample, want it as its samples read it, %v", got, c.baseline)
 			}
 		})
