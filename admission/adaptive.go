@@ -184,7 +184,7 @@ type AdaptiveSnapshot struct {
 // adaptive is the controller's state. cfg's Min and Max change only under
 // Scheduler.mu (SetAdaptiveBounds); every other field is guarded by it too.
 //
-// Invariants: cfg.Min <= limit <= cfg.Max; Scheduler.cfg.Capacity ==
+// Invariants: cfg.Min <= limit <= cfg.Max; high <= peak and limit <= peak; Scheduler.cfg.Capacity ==
 // seatsOf(limit); every float is finite (the geometric averages are kept
 // as their logs, so they may be any number), and the other averages,
 // counts of rounds and limits >= 0 (a NaN would compare false both ways
@@ -210,13 +210,13 @@ type adaptive struct {
 	faster   float64 // rounds (a sample adds 1/limit) for which all has stayed under noteFaster's cut (not probing: a probe reads it as it started, fastRound)
 	samples  uint64
 	weak     uint64
-	epoch    uint32 // bumped by a probe that finds the references stale (probe.go)
+	epoch    uint32 // bumped by a probe that finds the references stale or congested (probe.go)
 	// unconfirmed is set by a stale verdict and cleared by the next sound
 	// one, which brings one more probe: only a second sound verdict in a
 	// row lets the probes go quiet (probe.go).
 	unconfirmed bool
 	// held is set by a verdict of congested references from a probe that
-	// faster jobs brought on (noteFaster) and cleared by the next verdict
+	// faster jobs (noteFaster) or a rise (noteRise) brought on, and cleared by the next verdict
 	// that is not congested: meanwhile the limit does not grow, and no
 	// congested verdict anchors the baseline (probe.go).
 	held bool
@@ -243,6 +243,11 @@ type adaptive struct {
 	sinceProbe float64
 	probeEvery float64
 	mark       float64
+	// peak is the highest limit so far; high is peak as the last probe
+	// started; rose is set when a rise past riseBy·high brought the next
+	// probe on, and cleared by its verdict (noteRise, probe.go).
+	peak, high float64
+	rose       bool
 	floor      float64 // the least a congested step cuts to (see setFloor); 0 = none
 	fell       bool
 	anchor     float64
@@ -273,7 +278,7 @@ type capacityChange struct {
 
 func newAdaptive(c AdaptiveConfig) *adaptive {
 	l := float64(c.Initial)
-	return &adaptive{cfg: c, limit: l, load: l, logTol: math.Log(c.Tolerance), probeEvery: minProbeEvery, mark: l}
+	return &adaptive{cfg: c, limit: l, load: l, logTol: math.Log(c.Tolerance), probeEvery: minProbeEvery, mark: l, peak: l, high: l}
 }
 
 // seatsOf is a limit rounded to whole seats, within the bounds.
@@ -361,6 +366,9 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 		reason = CapacityDecrease
 	}
 	s.setLimitLocked(a.limit+a.cfg.Smoothing/max(a.limit, 1)*(target-a.limit), reason, now)
+	if reason == CapacityIncrease {
+		a.noteRise()
+	}
 	if a.limit < fellBy*a.mark {
 		// The limit fell by a fifth: jobs may have got dearer rather than
 		// the server slower (see probe.go), so probe again soon. If the
@@ -409,6 +417,7 @@ func (s *Scheduler) pressureReadLocked(p float64, now int64) {
 func (s *Scheduler) setLimitLocked(limit float64, reason CapacityReason, now int64) {
 	a := s.adaptive
 	a.limit = min(float64(a.cfg.Max), max(float64(a.cfg.Min), limit))
+	a.peak = max(a.peak, a.limit)
 	prev, n := s.cfg.Capacity, a.seatsOf(a.limit)
 	if n == prev {
 		return

@@ -839,6 +839,76 @@ func TestAdaptiveNoteFaster(t *testing.T) {
 	}
 }
 
+// TestAdaptiveNoteRise: a rise past riseBy times the highest limit held
+// before the last probe brings the next probe at once, if the jobs run
+// faster than their references and the probes have been quiet for
+// riseQuiet rounds (noteRise); a congested verdict from that probe holds
+// the limit and starts an epoch, so that the next probes' jobs take their
+// references again whatever their load.
+func TestAdaptiveNoteRise(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		limit float64 // high is 10
+		since float64 // rounds since the last probe
+		every float64 // rounds between probes
+		all   float64
+		probe bool
+	}{
+		{"past the highest, quiet, faster", 16, riseQuiet, 1000, 0.5, true},
+		{"not past riseBy times the highest", 14.9, riseQuiet, 1000, 0.5, false},
+		{"quiet for less than riseQuiet rounds", 16, riseQuiet - 1, 1000, 0.5, false},
+		{"probes not quiet", 16, riseQuiet, minProbeEvery, 0.5, false},
+		{"jobs at their references", 16, riseQuiet, 1000, 1, false},
+	} {
+		a := newAdaptive(AdaptiveConfig{Tolerance: 1.1})
+		a.limit, a.high, a.sinceProbe, a.probeEvery, a.logAll = c.limit, 10, c.since, c.every, math.Log(c.all)
+		a.noteRise()
+		if a.rose != c.probe || c.probe && a.probeEvery != minProbeEvery {
+			t.Errorf("%s: next probe in %v rounds, rose %v; want a probe brought on = %v", c.name, a.probeEvery, a.rose, c.probe)
+		}
+	}
+
+	s, a := lockedAdaptive(t, 16)
+	a.high, a.sinceProbe, a.probeEvery, a.logAll = 16, riseQuiet, 1000, math.Log(0.5)
+	a.calm = 1
+	for range 64 { // calm samples at half their references' time: the limit grows past 24
+		s.stepLocked(true, &job{}, math.Log(0.5), 1)
+		if a.probing {
+			break
+		}
+	}
+	if !a.probing || !a.rose {
+		t.Fatalf("the limit rose to %v past %v times the highest (%v): probing %v, rose %v (want a probe)", a.limit, riseBy, a.high, a.probing, a.rose)
+	}
+	if a.high < 24 {
+		t.Fatalf("the probe started from %v, but the highest limit it keeps is %v", a.saved, a.high)
+	}
+	epoch := a.epoch
+	a.logShort, a.probeLeft = math.Log(0.5*1.1), 1
+	s.probeSampleLocked(&job{probed: true}, math.Log(0.5), 1) // the jobs ran at half their references: congested
+	if !a.held || a.rose || a.epoch != epoch+1 {
+		t.Fatalf("congested verdict of the rise's probe: held %v, rose %v, epoch %d (want true, false, %d)", a.held, a.rose, a.epoch, epoch+1)
+	}
+
+	// A probe's job at an uncongested load takes again a reference from
+	// before that verdict, at a higher load than the reference's; a job
+	// the probe did not admit does not.
+	for _, probed := range []bool{true, false} {
+		e := &costEntry{logRef: math.Log(2), refLoad: 3, at: 1}
+		lobs := math.Log(1.0)
+		if take := s.sampleLocked(&job{cost: e, load: 8, probed: probed}, lobs, 1); take {
+			e.updateRef(lobs, 8, 0.3, a.epoch)
+		}
+		want := [2]float64{2, 3}
+		if probed {
+			want = [2]float64{1, 8}
+		}
+		if got := [2]float64{math.Exp(e.logRef), float64(e.refLoad)}; math.Abs(got[0]-want[0]) > 1e-9 || got[1] != want[1] {
+			t.Errorf("probed %v: reference %v s at load %v after a sample of 1 s at load 8, want %v s at %v", probed, got[0], got[1], want[0], want[1])
+		}
+	}
+}
+
 // TestAdaptivePressure: each reading of the pressure source at 1 or more
 // multiplies the limit by PressureBackoff, and the limit does not grow
 // meanwhile.

@@ -487,18 +487,23 @@
 // than one or two jobs), whose references are taken at that lower load, and
 // then restores it. The (geometric) mean inflation m of its jobs is its
 // verdict:
-//   - m under 1/sqrt(Tolerance): references taken under congestion;
+//   - m under 1/sqrt(Tolerance): references taken under congestion (or
+//     jobs that all got cheaper);
 //   - m over sqrt(Tolerance): stale references (the jobs got dearer: they
 //     are slow at half the load too). Every reference taken before the
 //     verdict is marked stale (an epoch, costEntry.refEpoch), and a
 //     completion at a lower load than a stale reference's replaces it even
 //     above the ceiling and slower: under a flood every job is admitted above
 //     the ceiling, and otherwise only the probes' few jobs would take
-//     references again. (A stale reference taken at a load below any the
-//     flood runs at is still left to a later probe's jobs. And a slower
-//     completion at a lower load is not taken on a sound verdict: it may be
-//     a server that slowed down.)
+//     references again. (A slower completion at a lower load is not taken
+//     on a sound verdict: it may be a server that slowed down.)
 //   - otherwise the references are sound.
+//
+// A verdict of congested references starts an epoch too. A reference from
+// before the last stale or congested verdict is taken again by any job a
+// probe admitted, at its own load, whatever the reference's: a reference
+// taken at a load below any the probes run at is otherwise never taken
+// again (session 34).
 //
 // The bounds are sqrt(Tolerance), not Tolerance, because the limit settles
 // at about Tolerance·r·C, r being the references' own inflation: held within
@@ -533,6 +538,23 @@
 // 35 in a tenth of them; held, 18 (21 in a tenth, in 4,000 runs), and a
 // median of 17.7 seats from 8 s after the change (18.3 without), with
 // less probing (benchmarks/ADMISSION.md, session 27).
+//
+// Where seat times vary, that round comes too late: noteFaster waits for
+// one beyond chance, and meanwhile the calm rounds grow the limit by half
+// again each until congestion hides the cheaper jobs. With seat times
+// spread log-normally by 0.5, twice as cheap at once left the limit at a
+// median of 43.6 seats for C = 16 from 8 s after the change (300 runs),
+// for minutes. So a rise of the limit past 1.5 times the highest it held
+// before the last probe, while the jobs at the limit run faster than their
+// references and the probes have been quiet for 20 rounds, brings the next
+// probe at once, and a verdict from it of congested references holds the
+// limit as noteFaster's does (noteRise): a median of 24.4 seats
+// (TestAdaptiveNoisyJobsGetCheaper). A limit that comes back to where it
+// was, as after a slow spell, brings none; the climb from Min, each
+// probe's limit the highest yet, is what the quiet rounds are for, and
+// costs a probe or so after it where seat times vary (the goodput of
+// TestAdaptiveNoisyLevel from Min 13.76 and 13.80 seats against 13.84 to
+// 13.86; benchmarks/ADMISSION.md, session 34).
 //
 // A verdict also re-anchors the baseline: when short, the inflation at the
 // limit, is at most Tolerance^1.5 times m, the inflation at half of it, the

@@ -14,9 +14,10 @@ import "math"
 // controller holds uncongested (refCeilingLocked), or at a lower load than
 // the reference's and faster (the reference was taken under more
 // congestion), or at a lower load than a reference taken before the last
-// probe that found the references stale (epoch, probe.go). At an
-// uncongested load, a reference the job's own estimate has left behind is
-// dropped first, so the completion takes it again (leftBehind). Called from
+// probe that found the references stale or congested (epoch, probe.go). At
+// an uncongested load, a reference the job's own estimate has left behind
+// is dropped first, so the completion takes it again (leftBehind); and so
+// is, after the sample, one from before that probe if a probe admitted j. Called from
 // finishLocked for completions that count (not a seat handed back), before
 // the cost estimate learns the seat time. It may change s.cfg.Capacity; the
 // caller dispatches afterwards.
@@ -67,6 +68,9 @@ func (s *Scheduler) sampleLocked(j *job, lobs float64, now int64) (takeRef bool)
 	}
 	a.followFall()
 	s.stepLocked(used, j, lx, now)
+	if j.probed && uncongested && e.refEpoch != a.epoch {
+		e.refLoad = 0 // a probe's job takes again, at its load, a reference from before the last stale or congested verdict
+	}
 	return uncongested || j.load < e.refLoad && (lx < 0 || e.refEpoch != a.epoch)
 }
 

@@ -65,6 +65,9 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if a.limit < float64(a.cfg.Min) || a.limit > float64(a.cfg.Max) || s.cfg.Capacity != a.seatsOf(a.limit) || a.histN > CapacityHistory {
 			return fmt.Errorf("adaptive: limit %v in [%d, %d], capacity %d, %d changes kept", a.limit, a.cfg.Min, a.cfg.Max, s.cfg.Capacity, a.histN)
 		}
+		if a.high > a.peak || a.limit > a.peak {
+			return fmt.Errorf("adaptive: limit %v, highest %v, highest at the last probe %v", a.limit, a.peak, a.high)
+		}
 		for _, v := range [...]struct {
 			name  string
 			value float64

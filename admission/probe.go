@@ -47,9 +47,11 @@ import "math"
 // after a stale one), the fall is congestion, and the limit may go on
 // falling to the probe's own limit without another (explainFall). And a
 // round for which the jobs at the limit ran faster than their references
-// brings the next probe within minProbeEvery rounds too (noteFaster); if it
-// finds the references congested, the limit is held (no growth) until a
-// probe finds them not congested.
+// brings the next probe within minProbeEvery rounds too (noteFaster), as
+// does a rise past the highest limit held before, while they run faster
+// (noteRise); if it finds the references congested, the limit is held (no
+// growth) until a probe finds them not congested, and the next probes'
+// jobs take the references again whatever their load (an epoch).
 
 // A probe sets the limit to probeDepth of itself: below the true capacity
 // C from any limit under 2·C, so its jobs take their uncongested time;
@@ -155,11 +157,55 @@ func (a *adaptive) fastRound() bool {
 // sample, 111; benchmarks/ADMISSION.md, session 26).
 const fasterZ = 2
 
+// noteRise is called after a step raised the limit. A rise past riseBy
+// times the highest limit held before the last probe started (high), while
+// the jobs at the limit run faster than their references (all under
+// baseline/Tolerance) and the probes have been quiet for riseQuiet rounds,
+// brings the next probe at once; a verdict from it that the references are
+// congested holds the limit (held), as one that noteFaster brought on does.
+//
+// noteFaster alone does not catch jobs that all got cheaper where seat
+// times vary: it waits for a round beyond fasterZ of short's standard
+// errors, and meanwhile the calm rounds grow the limit by half again each
+// (fastGrowth) until congestion makes the jobs as slow as their old
+// references. With seat times spread log-normally by 0.5, twice as cheap at
+// once (TestAdaptiveNoisyJobsGetCheaper's scenario, 300 runs), the limit
+// from 8 s after the change had a median of 43.6 seats for C = 16, above 32
+// in 250 runs, and stayed there for minutes: no probe comes until
+// ProbeInterval rounds later. A rise past the highest limit held before
+// tells the server that got faster or the jobs that got cheaper apart only
+// by a probe; a limit that comes back to where it was (a slow spell that
+// ends) brings none, nor do jobs that run at their references. With the
+// rise's probe, the median is 24.4 seats (above 32 in 33 runs of 300).
+// riseQuiet keeps it from the climb from Min, where each probe's limit is
+// the highest yet: without it (and a rise by a quarter), the goodput of
+// TestAdaptiveNoisyLevel from Min fell from 13.84 to 13.86 seats (150
+// runs, four batches) to 13.63; with it 13.76 and 13.80, the cost of a
+// probe or so after the climb. In benchmarks/adaptive's noisy slow disk
+// (400 runs) the median (13.043 seats), the p10 and the runs losing more
+// than 0.5 % below C (7) stayed within the code's own spread (13.041 and
+// 13.044; 5 and 9; benchmarks/ADMISSION.md, session 34).
+func (a *adaptive) noteRise() {
+	if a.probeEvery > minProbeEvery && a.sinceProbe >= riseQuiet && a.limit > riseBy*a.high && a.logAll < a.logBase-a.logTol {
+		a.probeEvery, a.rose = minProbeEvery, true
+	}
+}
+
+// riseBy and riseQuiet are noteRise's rise past the highest limit held
+// before the last probe, and the rounds the probes must have been quiet
+// for. A rise by a quarter brought more probes where seat times vary: in
+// 400 runs of the noisy slow disk the median fell to 13.030 seats and 12
+// runs lost more than 0.5 % below C (session 34).
+const (
+	riseBy    = 1.5
+	riseQuiet = 4 * minProbeEvery
+)
+
 // startProbeLocked halves the limit for the round of jobs admitted under
 // it (at least minProbeSamples).
 func (s *Scheduler) startProbeLocked(now int64) {
 	a := s.adaptive
-	a.sinceProbe, a.probing, a.saved, a.mark, a.anchor = 0, true, a.limit, a.limit, 0
+	a.sinceProbe, a.probing, a.saved, a.mark, a.anchor, a.high = 0, true, a.limit, a.limit, 0, a.peak
 	a.probeLog, a.probeN = 0, 0
 	s.setLimitLocked(a.limit*probeDepth, CapacityProbe, now)
 	a.probeLeft = max(s.cfg.Capacity, minProbeSamples)
@@ -213,7 +259,8 @@ func (s *Scheduler) probeSampleLocked(j *job, lx float64, now int64) {
 	// congested; while held (so only on a congested verdict), a verdict
 	// anchors nothing: see noteFaster.
 	congested := logM < -bound
-	a.held = congested && (a.held || a.fastRound())
+	a.held = congested && (a.held || a.fastRound() || a.rose)
+	a.rose = false
 	if a.anchors(m) && !a.held {
 		a.logBase = math.Log(m)
 	}
@@ -221,6 +268,7 @@ func (s *Scheduler) probeSampleLocked(j *job, lx float64, now int64) {
 	switch {
 	case congested:
 		a.probeEvery = minProbeEvery // congested references: probe again soon
+		a.epoch++                    // and the next probes' jobs take them again (sampleLocked)
 	case logM > bound:
 		a.probeEvery = minProbeEvery // stale references (dearer jobs): probe again soon
 		a.epoch++

@@ -386,7 +386,7 @@ type costEntry struct {
 	// subtraction (see updateRef).
 	logRef   float64
 	refLoad  int32
-	refEpoch uint32 // adaptive.epoch when the reference was last replaced: older, it may be stale (see sampleLocked)
+	refEpoch uint32 // adaptive.epoch when the reference was last replaced: older, it may be stale or congested (see sampleLocked)
 	// logLast is the log of the seat time, in seconds, of the last sample
 	// of the job, at lastLoad seats in use (0 = none): the next at the same
 	// load measures how seat times vary (adaptive.noteNoise).
