@@ -180,7 +180,7 @@ const fasterZ = 2
 // riseQuiet keeps it from the climb from Min, where each probe's limit is
 // the highest yet: without it (and a rise by a quarter), the goodput of
 // TestAdaptiveNoisyLevel from Min fell from 13.84 to 13.86 seats (150
-// runs, four batches) to 13.63; with it 13.76 and 13.80, the cost of a
+// runs, three batches) to 13.63; with it 13.76 and 13.80, the cost of a
 // probe or so after the climb. In benchmarks/adaptive's noisy slow disk
 // (400 runs) the median (13.043 seats), the p10 and the runs losing more
 // than 0.5 % below C (7) stayed within the code's own spread (13.041 and
