@@ -184,8 +184,8 @@ type AdaptiveSnapshot struct {
 // adaptive is the controller's state. cfg's Min and Max change only under
 // Scheduler.mu (SetAdaptiveBounds); every other field is guarded by it too.
 //
-// Invariants: cfg.Min <= limit <= cfg.Max; high <= peak and limit <= peak; Scheduler.cfg.Capacity ==
-// seatsOf(limit); every float is finite (the geometric averages are kept
+// Invariants: cfg.Min <= limit <= peak, limit <= cfg.Max, high <= peak;
+// Scheduler.cfg.Capacity == seatsOf(limit); every float is finite (the geometric averages are kept
 // as their logs, so they may be any number), and the other averages,
 // counts of rounds and limits >= 0 (a NaN would compare false both ways
 // and round to Min);
@@ -216,9 +216,10 @@ type adaptive struct {
 	// row lets the probes go quiet (probe.go).
 	unconfirmed bool
 	// held is set by a verdict of congested references from a probe that
-	// faster jobs (noteFaster) or a rise (noteRise) brought on, and cleared by the next verdict
-	// that is not congested: meanwhile the limit does not grow, and no
-	// congested verdict anchors the baseline (probe.go).
+	// faster jobs (noteFaster) or a rise (noteRise) brought on, and
+	// cleared by the next verdict that is not congested: meanwhile the
+	// limit does not grow, and no congested verdict anchors the baseline
+	// (probe.go).
 	held bool
 	// lowered is set when the limit went below the seats in use (running
 	// work is never pre-empted); the test-only invariant checks then allow

@@ -555,8 +555,8 @@
 // before the last probe, while the jobs at the limit run faster than their
 // references and the probes have been quiet for 20 rounds, brings the next
 // probe at once, and a verdict from it of congested references holds the
-// limit as noteFaster's does (noteRise): a median of 24.4 seats
-// (TestAdaptiveNoisyJobsGetCheaper). A limit that comes back to where it
+// limit as noteFaster's does (noteRise): a median of 24.1 and 24.4 seats
+// in two batches of 300 runs (TestAdaptiveNoisyJobsGetCheaper). A limit that comes back to where it
 // was, as after a slow spell, brings none; the climb from Min, each
 // probe's limit the highest yet, is what the quiet rounds are for, and
 // costs a probe or so after it where seat times vary (the goodput of

@@ -17,10 +17,10 @@ import "math"
 // probe that found the references stale or congested (epoch, probe.go). At
 // an uncongested load, a reference the job's own estimate has left behind
 // is dropped first, so the completion takes it again (leftBehind); and so
-// is, after the sample, one from before that probe if a probe admitted j. Called from
-// finishLocked for completions that count (not a seat handed back), before
-// the cost estimate learns the seat time. It may change s.cfg.Capacity; the
-// caller dispatches afterwards.
+// is, after the sample, one from before that probe if a probe admitted j.
+// Called from finishLocked for completions that count (not a seat handed
+// back), before the cost estimate learns the seat time. It may change
+// s.cfg.Capacity; the caller dispatches afterwards.
 //
 // The inflation of a job is its seat time / its reference, the reference
 // being the seat time of its (type, job ID) at the lowest uncongested load

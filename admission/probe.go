@@ -176,7 +176,8 @@ const fasterZ = 2
 // tells the server that got faster or the jobs that got cheaper apart only
 // by a probe; a limit that comes back to where it was (a slow spell that
 // ends) brings none, nor do jobs that run at their references. With the
-// rise's probe, the median is 24.4 seats (above 32 in 33 runs of 300).
+// rise's probe, the median is 24.1 and 24.4 seats in two batches (above
+// 32 in 42 and 33 runs of 300).
 // riseQuiet keeps it from the climb from Min, where each probe's limit is
 // the highest yet: without it (and a rise by a quarter), the goodput of
 // TestAdaptiveNoisyLevel from Min fell from 13.84 to 13.86 seats (150
