@@ -645,11 +645,12 @@
 // to 22.4 earlier) in
 // TestAdaptiveNoisyLevel, which it follows when C halves. Over longer runs it does not settle but
 // wanders: on a steady server at that
-// spread, over an hour, its 5-minute means ranged from 1.16 to 1.86·C
-// around 1.40·C (1.15 to 1.84·C around 1.41·C before lawBase, 1.18 to
-// 1.89·C around 1.43·C before the baseline's ceiling), with no drift, as
-// the probes that come every ProbeInterval rounds draw the baseline anew
-// (benchmarks/ADMISSION.md, sessions 30 and 33). Where the server only slows down past C, that level costs
+// spread, over an hour, its 5-minute means ranged from 1.16 to 1.79·C
+// around 1.42·C (1.16 to 1.86·C around 1.40·C before noteRise, 1.15 to
+// 1.84·C around 1.41·C before lawBase, 1.18 to 1.89·C around 1.43·C
+// before the baseline's ceiling), with no drift, as the probes that come
+// every ProbeInterval rounds draw the baseline anew (benchmarks/
+// ADMISSION.md, sessions 30, 33 and 34). Where the server only slows down past C, that level costs
 // latency; where it thrashes as well, goodput: in benchmarks/ADAPTIVE.md's
 // noisy thrashing slow disk fairseat keeps 95.0 % of the best fixed
 // capacity's goodput (95.2 % before noteRise, 95.1 % before lawBase,
