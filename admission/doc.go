@@ -561,7 +561,9 @@
 // probe's limit the highest yet, is what the quiet rounds are for, and
 // costs a probe or so after it where seat times vary (the goodput of
 // TestAdaptiveNoisyLevel from Min 13.76 and 13.80 seats against 13.84 to
-// 13.86; benchmarks/ADMISSION.md, session 34).
+// 13.86), and so does a server that gets faster for good: about 1 % of
+// the work in the 20 s after C doubled (benchmarks/ADMISSION.md, session
+// 34).
 //
 // A verdict also re-anchors the baseline: when short, the inflation at the
 // limit, is at most Tolerance^1.5 times m, the inflation at half of it, the

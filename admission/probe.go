@@ -185,7 +185,12 @@ const fasterZ = 2
 // probe or so after the climb. In benchmarks/adaptive's noisy slow disk
 // (400 runs) the median (13.043 seats), the p10 and the runs losing more
 // than 0.5 % below C (7) stayed within the code's own spread (13.041 and
-// 13.044; 5 and 9; benchmarks/ADMISSION.md, session 34).
+// 13.044; 5 and 9). The price is where seat times vary and the server
+// gets faster for good: the jobs' all strays under baseline/Tolerance by
+// chance as the limit climbs, and the probes it brings cost about 1 % of
+// the work for the 20 s after C went from 16 to 32 (31.66 seats against
+// 31.96, 100 runs; none without noise; benchmarks/ADMISSION.md, session
+// 34).
 func (a *adaptive) noteRise() {
 	if a.probeEvery > minProbeEvery && a.sinceProbe >= riseQuiet && a.limit > riseBy*a.high && a.logAll < a.logBase-a.logTol {
 		a.probeEvery, a.rose = minProbeEvery, true
