@@ -556,14 +556,14 @@
 // references and the probes have been quiet for 20 rounds, brings the next
 // probe at once, and a verdict from it of congested references holds the
 // limit as noteFaster's does (noteRise): a median of 24.1 and 24.4 seats
-// in two batches of 300 runs (TestAdaptiveNoisyJobsGetCheaper). A limit that comes back to where it
-// was, as after a slow spell, brings none; the climb from Min, each
-// probe's limit the highest yet, is what the quiet rounds are for, and
-// costs a probe or so after it where seat times vary (the goodput of
-// TestAdaptiveNoisyLevel from Min 13.76 and 13.80 seats against 13.84 to
-// 13.86), and so does a server that gets faster for good: about 1 % of
-// the work in the 20 s after C doubled (benchmarks/ADMISSION.md, session
-// 34).
+// in two batches of 300 runs (TestAdaptiveNoisyJobsGetCheaper). A limit
+// that comes back to where it was, as after a slow spell, brings none; the
+// climb from Min, each probe's limit the highest yet, is what the quiet
+// rounds are for. The rule costs a probe or so after that climb where seat
+// times vary (the goodput of TestAdaptiveNoisyLevel from Min 13.76 and
+// 13.80 seats against 13.84 to 13.86), and about 1 % of the work in the
+// 20 s after a noisy server's capacity doubles for good, where the rise
+// brings probes by chance (benchmarks/ADMISSION.md, session 34).
 //
 // A verdict also re-anchors the baseline: when short, the inflation at the
 // limit, is at most Tolerance^1.5 times m, the inflation at half of it, the
