@@ -216,10 +216,9 @@ type adaptive struct {
 	// row lets the probes go quiet (probe.go).
 	unconfirmed bool
 	// held is set by a verdict of congested references from a probe that
-	// faster jobs (noteFaster) or a rise (noteRise) brought on, and
-	// cleared by the next verdict that is not congested: meanwhile the
-	// limit does not grow, and no congested verdict anchors the baseline
-	// (probe.go).
+	// faster jobs brought on (noteFaster) and cleared by the next verdict
+	// that is not congested: meanwhile the limit does not grow, and no
+	// congested verdict anchors the baseline (probe.go).
 	held bool
 	// lowered is set when the limit went below the seats in use (running
 	// work is never pre-empted); the test-only invariant checks then allow
@@ -244,11 +243,9 @@ type adaptive struct {
 	sinceProbe float64
 	probeEvery float64
 	mark       float64
-	// peak is the highest limit so far; high is peak as the last probe
-	// started; rose is set when a rise past riseBy·high brought the next
-	// probe on, and cleared by its verdict (noteRise, probe.go).
+	// peak is the highest limit so far, high what peak was when the last
+	// probe started (noteRise, probe.go).
 	peak, high float64
-	rose       bool
 	floor      float64 // the least a congested step cuts to (see setFloor); 0 = none
 	fell       bool
 	anchor     float64

@@ -554,16 +554,14 @@
 // for minutes. So a rise of the limit past 1.5 times the highest it held
 // before the last probe, while the jobs at the limit run faster than their
 // references and the probes have been quiet for 20 rounds, brings the next
-// probe at once, and a verdict from it of congested references holds the
-// limit as noteFaster's does (noteRise): a median of 24.1 and 24.4 seats
-// in two batches of 300 runs (TestAdaptiveNoisyJobsGetCheaper). A limit
+// probe at once (noteRise), and a verdict of congested references starts
+// an epoch (above): a median of 23.7 and 23.6 seats in two batches of 300
+// runs (TestAdaptiveNoisyJobsGetCheaper). A limit
 // that comes back to where it was, as after a slow spell, brings none; the
 // climb from Min, each probe's limit the highest yet, is what the quiet
-// rounds are for. The rule costs a probe or so after that climb where seat
-// times vary (the goodput of TestAdaptiveNoisyLevel from Min 13.76 and
-// 13.80 seats against 13.84 to 13.86), and about 1 % of the work in the
-// 20 s after a noisy server's capacity doubles for good, where the rise
-// brings probes by chance (benchmarks/ADMISSION.md, session 34).
+// rounds are for. The rule costs about 1 % of the work in the 20 s after a
+// noisy server's capacity doubles for good, where the rise brings probes
+// by chance (benchmarks/ADMISSION.md, session 34).
 //
 // A verdict also re-anchors the baseline: when short, the inflation at the
 // limit, is at most Tolerance^1.5 times m, the inflation at half of it, the
