@@ -466,13 +466,14 @@
 // and the goodput over 40 s is 15.85 to 15.87 seats instead of 15.54 to
 // 15.59 (medians of three batches of 30 runs; session 29): narrower, the
 // limit stays. On the code of session 34 (60 runs from each start), from
-// 4·C the mean limit from 10 s has a median of 22.6 seats (25.6 before a
+// 4·C the mean limit from 10 s has a median of 22.5 seats (25.6 before a
 // congested verdict started an epoch, which lets a probe's jobs take the
 // Initial jobs' references again), within ±25 % of C after a median of
-// 21.7 s; from 2·C and from 1.25·C it sits at 19.4 and 19.3 seats, just
-// under 1.25·C, and passes it at times after 15 s in 19 runs of 60 from
-// each (from 1.25·C in 13 and 16 before the law read the baseline as at
-// least 1, lawBase: this server's baseline reads about 0.99). Counting a job's load as the mean
+// 21.0 to 21.7 s; from 2·C and from 1.25·C it sits at 19.3 to 19.5
+// seats, just under 1.25·C, and passes it at times after 15 s in 19 to 25
+// runs of 60 from each (from 1.25·C in 13 and 16 before the law read the
+// baseline as at least 1, lawBase: this server's baseline reads about
+// 0.99). Counting a job's load as the mean
 // of the seats in use while it ran (or the seats at its admission, if
 // more) settles it from 4·C within 12 s, but under noisy
 // seat times it lowers the level and brings back dips below C
@@ -645,8 +646,8 @@
 // to 22.4 earlier) in
 // TestAdaptiveNoisyLevel, which it follows when C halves. Over longer runs it does not settle but
 // wanders: on a steady server at that
-// spread, over an hour, its 5-minute means ranged from 1.16 to 1.79·C
-// around 1.42·C (1.16 to 1.86·C around 1.40·C before noteRise, 1.15 to
+// spread, over an hour, its 5-minute means ranged from 1.17 to 1.80·C
+// around 1.41·C (1.16 to 1.86·C around 1.40·C before noteRise, 1.15 to
 // 1.84·C around 1.41·C before lawBase, 1.18 to 1.89·C around 1.43·C
 // before the baseline's ceiling), with no drift, as the probes that come
 // every ProbeInterval rounds draw the baseline anew (benchmarks/
