@@ -128,10 +128,9 @@ const (
 // than 0.5 % and 4 more than 1.5 % (the worst 12.38 seats), against 6 and
 // 0 (12.91; session 29).
 func (a *adaptive) noteFaster() {
-	// below is how far all lies under baseline/Tolerance, in log.
 	// shortError (an expm1 and a square root) is taken only when all lies
-	// under it at all, which at a steady load it seldom does.
-	below := a.logBase - a.logTol - a.logAll
+	// under baseline/Tolerance at all, which at a steady load it seldom does.
+	below := a.fasterBy()
 	if a.noiseKnown() && below > 0 && below > fasterZ*a.shortError() {
 		a.faster += 1 / max(a.limit, 1)
 	} else {
@@ -140,6 +139,13 @@ func (a *adaptive) noteFaster() {
 	if a.fastRound() {
 		a.probeEvery = minProbeEvery
 	}
+}
+
+// fasterBy is how far all lies under baseline/Tolerance, in log: above 0,
+// the jobs at the limit ran faster than their references by more than
+// Tolerance (noteFaster asks it beyond chance, noteRise at all).
+func (a *adaptive) fasterBy() float64 {
+	return a.logBase - a.logTol - a.logAll
 }
 
 // fastRound reports whether the jobs at the limit have run faster than
@@ -201,7 +207,7 @@ const fasterZ = 2
 // (31.70 seats against 31.96, 100 runs; nothing without noise;
 // benchmarks/ADMISSION.md, session 34).
 func (a *adaptive) noteRise() {
-	if a.probeEvery > minProbeEvery && a.sinceProbe >= riseQuiet && a.limit > riseBy*a.high && a.logAll < a.logBase-a.logTol {
+	if a.probeEvery > minProbeEvery && a.sinceProbe >= riseQuiet && a.limit > riseBy*a.high && a.fasterBy() > 0 {
 		a.probeEvery = minProbeEvery
 	}
 }
