@@ -254,6 +254,11 @@ type adaptive struct {
 	probeLeft  int
 	probeLog   float64
 	probeN     int
+	// atLimit is log(load/short) as the last probe started: where the jobs
+	// at the limit put the capacity; lawSees, that short was then more
+	// than Tolerance² times the baseline (restoreTo).
+	atLimit float64
+	lawSees bool
 
 	hist          [CapacityHistory]capacityChange
 	histAt, histN int

@@ -907,6 +907,49 @@ func TestAdaptiveNoteRise(t *testing.T) {
 	}
 }
 
+// TestAdaptiveRestore: a probe that finds the server saturated well below
+// the limit restores it only to Tolerance times the capacity its two loads
+// imply (restoreTo): the jobs at the limit ran at short, read as the probe
+// started, its own at m, so the capacity is at most load·m/short; never
+// below the probe's own limit, and not where that lies within a fifth of
+// the limit, chance explains it, the noise is not known yet, or short was
+// more than Tolerance² times the baseline (the law sees the congestion).
+func TestAdaptiveRestore(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		short, m     float64 // inflation at the limit (40 seats) and of the probe's jobs (at 20)
+		base         float64 // the baseline
+		noise        float64 // variance of a job's log seat time
+		noiseUnknown bool
+		want         float64
+	}{
+		{"saturated at the limit, not at the probe's", 1.2, 0.66, 1, 0, false, 1.1 * 40 * 0.66 / 1.2},
+		{"saturated at both: no lower than the probe's limit", 1.2, 0.3, 1, 0, false, 20},
+		{"within a fifth of the limit", 1.2, 0.9, 1, 0, false, 40},
+		{"chance explains it", 1.2, 0.66, 1, 1, false, 40},
+		{"noise not known yet", 1.2, 0.66, 1, 0, true, 40},
+		{"the law sees the congestion", 1.3, 0.7, 1, 0, false, 40},
+		{"the law does not, against a higher baseline", 1.3, 0.7, 1.1, 0, false, 1.1 * 40 * 0.7 / 1.3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, a := lockedAdaptive(t, 40)
+			a.noise, a.pairs = c.noise, 1/noiseAlpha
+			if c.noiseUnknown {
+				a.pairs = 0
+			}
+			a.probeEvery, a.load, a.logShort, a.logBase = 1e9, 40, math.Log(c.short), math.Log(c.base)
+			s.startProbeLocked(1)
+			a.logShort = 0 // short as the probe started counts, not as it ends
+			for a.probing {
+				s.probeSampleLocked(&job{probed: true}, math.Log(c.m), 1)
+			}
+			if math.Abs(a.limit-c.want) > 1e-9 {
+				t.Fatalf("restored to %v, want %v", a.limit, c.want)
+			}
+		})
+	}
+}
+
 // TestAdaptivePressure: each reading of the pressure source at 1 or more
 // multiplies the limit by PressureBackoff, and the limit does not grow
 // meanwhile.

@@ -76,6 +76,7 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			{"limit", a.limit, float64(a.cfg.Min)}, {"logShort", a.logShort, -math.MaxFloat64}, {"load", a.load, 0}, {"logBase", a.logBase, -math.MaxFloat64},
 			{"noise", a.noise, 0}, {"calm", a.calm, 0}, {"faster", a.faster, 0}, {"logAll", a.logAll, -math.MaxFloat64}, {"sinceProbe", a.sinceProbe, 0}, {"mark", a.mark, 0},
 			{"anchor", a.anchor, 0}, {"saved", a.saved, 0}, {"probeLog", a.probeLog, -math.MaxFloat64}, {"floor", a.floor, 0},
+			{"atLimit", a.atLimit, -math.MaxFloat64},
 		} {
 			if !(v.value >= v.least) || math.IsInf(v.value, 0) {
 				return fmt.Errorf("adaptive: %s = %v, want a finite value of at least %v", v.name, v.value, v.least)
