@@ -230,7 +230,14 @@ const minShortSamples = 8
 // (benchmarks/ADMISSION.md, session 16). Two standard errors took the dips
 // further but raised the limit from Min by two seats.
 func (a *adaptive) shortError() float64 {
-	return math.Sqrt(math.Expm1(a.sampleChance()) / max(a.limit, minShortSamples))
+	return math.Sqrt(a.shortChance(a.limit))
+}
+
+// shortChance is shortError squared where short averages over a round at
+// limit: the variance chance gives it (restoreTo reads it at the limit a
+// probe started from).
+func (a *adaptive) shortChance(limit float64) float64 {
+	return math.Expm1(a.sampleChance()) / max(limit, minShortSamples)
 }
 
 // noteNoise folds a sample of e, a job that held its seat for e^lobs

@@ -52,7 +52,9 @@ import "math"
 // probe finds them not congested. A rise past the highest limit held
 // before, while they run faster, brings one at once (noteRise). After any
 // verdict of congested references the next probes' jobs take the
-// references again whatever their load (an epoch).
+// references again whatever their load (an epoch). And a probe restores
+// the limit it halved only as far as the capacity its two loads imply,
+// where that lies well below it (restoreTo).
 
 // A probe sets the limit to probeDepth of itself: below the true capacity
 // C from any limit under 2·C, so its jobs take their uncongested time;
@@ -353,8 +355,8 @@ func (a *adaptive) restoreTo(logM float64) float64 {
 	if a.probeN == 0 || !a.noiseKnown() || a.lawSees {
 		return a.saved
 	}
-	// short's standard error at saved (shortError) and m's (probeChance).
-	se := math.Sqrt(math.Expm1(a.sampleChance())/max(a.saved, minShortSamples) + a.probeChance())
+	// short's chance at saved, the limit it averaged over, and m's.
+	se := math.Sqrt(a.shortChance(a.saved) + a.probeChance())
 	to := a.cfg.Tolerance * math.Exp(a.atLimit+logM+saturatedZ*se)
 	if to >= fellBy*a.saved {
 		return a.saved
