@@ -501,7 +501,8 @@
 // every reference by the mean of a probe that finds them congested (after
 // a climb from Min some references are sound, and one scale makes them
 // too fast). So on such a server, start at or below the capacity you
-// expect: Initial = Min (the default) or the last steady limit.
+// expect: Initial = Min (the default when Config.Capacity is not set) or
+// the last steady limit.
 //
 // Probes (probe.go). The ceiling keeps references sound once the limit sits
 // near Tolerance·C, but the limit starts wherever Initial puts it, and the
