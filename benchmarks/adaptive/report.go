@@ -294,7 +294,7 @@ slowed by the jobs started after it, and for a moment a limiter running more tha
 than C seats of work (a negative share in the second table of each scenario). In the thrashing slow
 disks the server thrashes past C (simserver.SeatTime): it does less than C in all, the less the more
 jobs it runs, as a real server given more work than fits its caches, memory or locks does, so that a
-limit above C costs goodput as well as latency. In the shared slow disk the server shares itself
+limit above C costs goodput as well as latency. In the shared slow disks the server shares itself
 among the jobs running at every instant, as a CPU or a disk does (simserver.NewShared): each runs at
 base/SeatTime of the jobs running now, so a job slows down as soon as others join it; at a steady
 load its seat times are the same, but running more than C jobs never does more than C seats of work,
@@ -305,7 +305,9 @@ to light ones (30 to 70 ms). In all but the noisy scenarios every job of a repos
 in the noisy ones a job's base time is its repository's times a log-normal factor of mean 1 and spread
 0.5, as a real server's seat times vary from one job to the next. The noisy thrashing slow disk has
 both: there the level above Tolerance·C at which fairseat adaptive settles where seat times vary (the
-package doc, "What noise still costs") costs goodput, not only latency. Every run takes place in a testing/synctest bubble: fake time, which the
+package doc, "What noise still costs") costs goodput, not only latency; the noisy shared slow disk
+has both a shared server and seat times that vary, as a CPU-bound server whose requests differ in
+size, where fairseat adaptive settles higher still. Every run takes place in a testing/synctest bubble: fake time, which the
 peers read through time.Now too, so the figures do not depend on this machine, and a rerun gives the
 same figures up to the order of goroutines woken at one instant (which moves some peers' figures by
 several per cent). Each limiter runs once with each of the report's draws of jobs (the clients'

@@ -105,9 +105,20 @@ func SharedSlowDisk(d time.Duration) Scenario {
 	return sc
 }
 
+// NoisySharedSlowDisk is SharedSlowDisk where seat times vary as in
+// NoisySlowDisk: a CPU-bound server whose requests differ in size, the
+// one a real server resembles most. There fairseat adaptive settles
+// higher than on either alone (the package doc's shared server;
+// benchmarks/ADMISSION.md, session 35).
+func NoisySharedSlowDisk(d time.Duration) Scenario {
+	sc := SharedSlowDisk(d)
+	sc.Name, sc.Noise = "noisy shared slow disk", 0.5
+	return sc
+}
+
 // Scenarios are the report's scenarios, d long each.
 func Scenarios(d time.Duration) []Scenario {
-	return []Scenario{Steady(d), SlowDisk(d), NoisySlowDisk(d), ThrashingSlowDisk(d), NoisyThrashingSlowDisk(d), SharedSlowDisk(d)}
+	return []Scenario{Steady(d), SlowDisk(d), NoisySlowDisk(d), ThrashingSlowDisk(d), NoisyThrashingSlowDisk(d), SharedSlowDisk(d), NoisySharedSlowDisk(d)}
 }
 
 // Tick is how often a run records the limit (Result.Limits).
