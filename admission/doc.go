@@ -631,7 +631,7 @@
 // loads, the jobs at the limit (short, as it started) and its own at half
 // of it (m), against the same references, so their ratio holds whatever
 // the references are worth: past C a job's seat time grows with the load,
-// so C is at most load·m/short. Where Tolerance times that, less two
+// so C is at most load·m/short. Where Tolerance times that, raised by two
 // standard errors of chance, lies below four fifths of the limit, the
 // probe restores the limit only to there (never below its own). Where the
 // references were all taken under congestion, as from a too-high Initial
@@ -764,7 +764,7 @@
 // from a cause not traced: one of the eleven draws of
 // benchmarks/ADAPTIVE.md's noisy slow disk did 12.37 seats, 94.6 % of
 // the best fixed capacity's goodput, in session 33 (12.96 at worst in
-// session 34's run, and 12.82 of 21 draws in session 35's).
+// session 34's run, and 12.82 of 21 draws in one of session 35's).
 // TestAdaptiveNoisyLevel (adaptive_level_test.go, with
 // -adaptive.level.runs=N) measures the level, the dips and the climb over
 // N different draws of that load.
