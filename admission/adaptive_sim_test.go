@@ -270,7 +270,7 @@ func TestAdaptiveSettlesOnASharedServer(t *testing.T) {
 // from 10 s is about 1.2·C: the median over 15 runs at most 1.3·C. Before
 // that restore, each probe gave the limit back and it came down by the
 // law's few per cent a round: a median of 22.2 seats for C = 16 (60 runs,
-// none under 20.7; 19.6 since, none over 21.0; benchmarks/ADMISSION.md,
+// none under 20.7; 19.2 to 19.3 since, none over 20.8; benchmarks/ADMISSION.md,
 // session 35).
 func TestAdaptiveSharedFromFarAbove(t *testing.T) {
 	const c, runs = 16, 15

@@ -911,9 +911,9 @@ func TestAdaptiveNoteRise(t *testing.T) {
 // the limit restores it only to Tolerance times the capacity its two loads
 // imply (restoreTo): the jobs at the limit ran at short, read as the probe
 // started, its own at m, so the capacity is at most load·m/short; never
-// below the probe's own limit, and not where that lies within a fifth of
-// the limit, chance explains it, the noise is not known yet, or short was
-// more than Tolerance² times the baseline (the law sees the congestion).
+// below the probe's own limit nor above the limit it started from, and not
+// where chance explains it, the noise is not known yet, or short was more
+// than Tolerance² times the baseline (the law sees the congestion).
 func TestAdaptiveRestore(t *testing.T) {
 	for _, c := range []struct {
 		name         string
@@ -925,7 +925,8 @@ func TestAdaptiveRestore(t *testing.T) {
 	}{
 		{"saturated at the limit, not at the probe's", 1.2, 0.66, 1, 0, false, 1.1 * 40 * 0.66 / 1.2},
 		{"saturated at both: no lower than the probe's limit", 1.2, 0.3, 1, 0, false, 20},
-		{"within a fifth of the limit", 1.2, 0.9, 1, 0, false, 40},
+		{"a little below the limit", 1.2, 0.9, 1, 0, false, 1.1 * 40 * 0.9 / 1.2},
+		{"above the limit: restored as it was", 1.2, 1.2, 1, 0, false, 40},
 		{"chance explains it", 1.2, 0.66, 1, 1, false, 40},
 		{"noise not known yet", 1.2, 0.66, 1, 0, true, 40},
 		{"the law sees the congestion", 1.3, 0.7, 1, 0, false, 40},

@@ -477,19 +477,21 @@
 // runs of 60 from each (from 1.25·C in 13 and 16 before the law read the
 // baseline as at least 1, lawBase: this server's baseline reads about
 // 0.99). Since a probe restores only what it found the server could take
-// (restoreTo, above), from 4·C the median is 19.6 seats (60 runs: 19.0 to
-// 21.0, against 20.8 to 27.6 before), within ±25 % of C after a median of
-// 12.7 s instead of 20.7 s, which is where it sits from 2·C: what is left
-// is that level's edge, passed at times after 15 s in 26 runs of 60 (13
-// from 2·C, 19 from 1.25·C; benchmarks/ADMISSION.md, session 35). Where
+// (restoreTo, above), from 4·C the median is 19.2 to 19.3 seats (two
+// batches of 60 runs: 18.7 to 20.7, against 20.8 to 27.6 before), within
+// ±25 % of C after a median of 10.1 to 10.3 s instead of 20.7 s; from 2·C
+// and from 1.25·C it is 19.0 (19.3 to 19.4 before). The level's edge is
+// passed at times after 15 s in 8 to 10 runs of 60 from 4·C (60 before),
+// 3 to 4 from 2·C (20) and 6 to 9 from 1.25·C (16; benchmarks/ADMISSION.md,
+// session 35). Where
 // seat times vary as well (spread log-normally by 0.5), this server
 // settles higher: from Min and from 1.25·C the mean limit from 10 s has a
-// median of 25 to 26 seats (1.6·C; above 30 in 9 and 10 runs of 60), and
+// median of 25 to 26 seats (1.6·C; above 30 in 9 to 13 runs of 60), and
 // from 4·C, before restoreTo, it ran away (a median of 106 seats, past 90
 // in 47 and 50 runs of 60 in two batches): past the 96 jobs in flight no
 // sample counts as used, so no probe comes, while the baseline takes the
-// congested samples under its ceiling. With it the median is 37 seats,
-// and 14 runs of 60 still run away. In benchmarks/ADAPTIVE.md's noisy
+// congested samples under its ceiling. With it the median is 30 to 32
+// seats, and 8 and 11 runs of 60 (two batches) still run away. In benchmarks/ADAPTIVE.md's noisy
 // shared slow disk (Initial 20) it keeps 99.9 % of a fixed C's goodput
 // at a mean limit of 22.0 seats, where the oracle's is 14.7 (p99 1.04
 // times C fixed's).
@@ -632,8 +634,8 @@
 // of it (m), against the same references, so their ratio holds whatever
 // the references are worth: past C a job's seat time grows with the load,
 // so C is at most load·m/short. Where Tolerance times that, raised by two
-// standard errors of chance, lies below four fifths of the limit, the
-// probe restores the limit only to there (never below its own). Where the
+// standard errors of chance, lies below the limit, the probe restores the
+// limit only to there (never below its own). Where the
 // references were all taken under congestion, as from a too-high Initial
 // on a server that shares itself among its jobs (below), short reads the
 // server as barely congested at any load, and each probe gave the limit
