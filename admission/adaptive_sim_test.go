@@ -274,21 +274,32 @@ func TestAdaptiveSettlesOnASharedServer(t *testing.T) {
 // session 35).
 func TestAdaptiveSharedFromFarAbove(t *testing.T) {
 	const c, runs = 16, 15
-	var means []float64
-	for n := range runs {
+	m, means := medianOverRuns(runs, func(n int) float64 {
+		var mean float64
 		synctest.Test(t, func(t *testing.T) {
 			s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: 4 * c})
 			load := []simClient{{key: "a", loops: 6 * c, seed: uint32(n), job: simRepos(200*time.Millisecond, constant(0.1))}}
 			const d = 40 * time.Second
 			res := simRun(t, s, simserver.NewShared(c), load, d, nil, nil)
-			means = append(means, res.meanLimit(tick(10*time.Second), len(res.limits)))
-			t.Logf("run %d: mean limit from 10s %.1f; limits every second: %v", n, means[n], everySecond(res.limits))
+			mean = res.meanLimit(tick(10*time.Second), len(res.limits))
+			t.Logf("run %d: mean limit from 10s %.1f; limits every second: %v", n, mean, everySecond(res.limits))
 		})
-	}
-	slices.Sort(means)
-	if m := means[runs/2]; m > 1.3*c {
+		return mean
+	})
+	if m > 1.3*c {
 		t.Errorf("shared server from %d seats: median over %d runs of the mean limit from 10s %.1f, want at most %.1f; each run's: %.1f", 4*c, runs, m, 1.3*c, means)
 	}
+}
+
+// medianOverRuns calls run for n = 0 to runs-1 (each its own draw) and
+// returns the median of what they returned, and all of it sorted.
+func medianOverRuns(runs int, run func(n int) float64) (float64, []float64) {
+	v := make([]float64, runs)
+	for n := range runs {
+		v[n] = run(n)
+	}
+	slices.Sort(v)
+	return v[runs/2], v
 }
 
 // everySecond is every tenth limit, for logs.
@@ -461,14 +472,9 @@ func TestAdaptiveJobsGetCheaper(t *testing.T) {
 // session 34).
 func TestAdaptiveNoisyJobsGetCheaper(t *testing.T) {
 	const c, runs = 16, 15
-	var means []float64
-	for n := range runs {
-		r := costChange(t, c, 2, 1, 0.5, uint32(n))
-		means = append(means, r.mean)
-	}
-	slices.Sort(means)
+	m, means := medianOverRuns(runs, func(n int) float64 { return costChange(t, c, 2, 1, 0.5, uint32(n)).mean })
 	t.Logf("jobs twice as cheap, seat times spread by 0.5: mean limit from 8s after the change, sorted: %.1f", means)
-	if m := means[runs/2]; m > 2*c {
+	if m > 2*c {
 		t.Errorf("jobs twice as cheap, seat times spread by 0.5: median over %d runs of the mean limit from 8s after the change %.1f, want at most %d; each run's: %.1f", runs, m, 2*c, means)
 	}
 }
