@@ -177,7 +177,7 @@ type AdaptiveSnapshot struct {
 	Weak      uint64           // completions that did not (no reference yet for their type and job ID)
 	Shedding  bool             // queue-delay shedding is refusing the heaviest keys' arrivals
 	Probing   bool             // a probe has halved the limit for a round (see the package doc)
-	Held      bool             // the limit does not grow: a probe found the references congested after jobs ran faster than them (see the package doc, Probes)
+	Held      bool             // the limit does not grow: a probe found the references congested after jobs ran faster than them, or the server saturated more than a Tolerance below the limit (see the package doc, Probes)
 	History   []CapacityChange // the last CapacityHistory changes, oldest first
 }
 
@@ -220,6 +220,10 @@ type adaptive struct {
 	// that is not congested: meanwhile the limit does not grow, and no
 	// congested verdict anchors the baseline (probe.go).
 	held bool
+	// cut is set by a probe that restored less than it halved (restoreTo)
+	// and cleared by the next probe that does not: meanwhile the limit
+	// does not grow, and the next probe comes minProbeEvery rounds on.
+	cut bool
 	// lowered is set when the limit went below the seats in use (running
 	// work is never pre-empted); the test-only invariant checks then allow
 	// the excess.
@@ -227,7 +231,7 @@ type adaptive struct {
 	changes [len(capacityReasons)]uint64 // by reason, for the metric
 
 	// A probe (probe.go): sinceProbe counts the rounds since the last one
-	// (a used sample adds 1/limit), probeEvery the rounds between two
+	// (a sample adds 1/limit, used or not: stepLocked), probeEvery the rounds between two
 	// (minProbeEvery or cfg.ProbeInterval), saved the limit the last one
 	// started from and restores (the one refCeilingLocked reads while it
 	// runs), mark the limit a fall is measured from: saved, or since which
@@ -307,16 +311,30 @@ func (a *adaptive) seatsOf(limit float64) int {
 // baseline as at least 1 (lawBase). The limit then only falls, and
 // otherwise only grows. A round is about limit samples, so one round moves
 // the limit Smoothing of the way to target. An increase needs the seats to
-// have been used (used), no pressure, and the limit not held (held).
+// have been used (used), no pressure, and the limit neither held (held)
+// nor cut by the last probe (cut).
+//
+// The probe clock counts every sample, used or not. An increase needs
+// the seats used, so a limit that grows stops where the seats in use
+// fall just short of UsedFraction of it, and there no sample is used:
+// counting only used samples, as until session 36, the clock stopped
+// there, and a limit that calm rounds had taken past the jobs in flight
+// on references taken under congestion was never probed again: on a
+// server that shares itself among its jobs, with seat times that vary,
+// from Initial = 4·C, the mean limit from 10 s passed 90 seats in 11 and
+// 13 runs of 60; counting every sample, in 2 and 2 (and with a probe's
+// cut held, restoreTo, in 1 of 1,800; benchmarks/ADMISSION.md, session
+// 36). The cost is where the seats are not used: such a server is probed
+// too, every ProbeInterval rounds once the references are sound, and a
+// probe delays work for a round only if more than half the limit is in
+// use.
 func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 	a := s.adaptive
 	if a.probing {
 		s.probeSampleLocked(j, lx, now)
 		return
 	}
-	if used {
-		a.sinceProbe += 1 / max(a.limit, 1)
-	}
+	a.sinceProbe += 1 / max(a.limit, 1)
 	if a.sinceProbe >= a.probeEvery {
 		s.startProbeLocked(now)
 		return
@@ -350,7 +368,7 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 			return // already below where its samples put it
 		}
 	} else {
-		if !used || a.held || s.pressure != nil && s.pressure.value >= 1 {
+		if !used || a.held || a.cut || s.pressure != nil && s.pressure.value >= 1 {
 			return
 		}
 		target = a.limit + a.cfg.Headroom*math.Sqrt(a.limit)
@@ -483,7 +501,7 @@ func (s *Scheduler) minCapacityLocked() int {
 // snapshotLocked is the controller's part of a Snapshot.
 func (a *adaptive) snapshotLocked(s *Scheduler) *AdaptiveSnapshot {
 	snap := &AdaptiveSnapshot{Limit: a.limit, Min: a.cfg.Min, Max: a.cfg.Max, Inflation: math.Exp(a.logShort), Baseline: math.Exp(a.logBase),
-		Noise: math.Sqrt(a.noise), Samples: a.samples, Weak: a.weak, Shedding: a.shedding && s.queued > 0, Probing: a.probing, Held: a.held,
+		Noise: math.Sqrt(a.noise), Samples: a.samples, Weak: a.weak, Shedding: a.shedding && s.queued > 0, Probing: a.probing, Held: a.held || a.cut,
 		History: make([]CapacityChange, 0, a.histN)}
 	for i := range a.histN {
 		c := a.hist[(a.histAt+i)%CapacityHistory]

@@ -951,6 +951,75 @@ func TestAdaptiveRestore(t *testing.T) {
 	}
 }
 
+// TestAdaptiveCutHolds: a probe that restores the limit more than a
+// Tolerance below what it halved (restoreTo) holds the limit it restores:
+// calm samples do not grow it, and the next probe comes minProbeEvery
+// rounds on. A smaller cut, as the law's own steps around Tolerance·C
+// leave, holds nothing; nor does a probe that restores all it halved, and
+// it ends the hold.
+func TestAdaptiveCutHolds(t *testing.T) {
+	s, a := lockedAdaptive(t, 40)
+	a.noise, a.pairs = 0, 1/noiseAlpha
+	probe := func(short, base, m float64) {
+		t.Helper()
+		a.limit, a.load, a.logShort, a.logBase = 40, 40, math.Log(short), math.Log(base)
+		s.startProbeLocked(1)
+		for a.probing {
+			s.probeSampleLocked(&job{probed: true}, math.Log(m), 1)
+		}
+	}
+	calm := func() float64 {
+		t.Helper()
+		before := a.limit
+		a.logShort = a.logBase
+		for range 10 {
+			s.stepLocked(true, &job{}, a.logBase, 1)
+		}
+		return a.limit - before
+	}
+
+	// Sound references, the server saturated at the limit, not at the
+	// probe's: within a Tolerance of the limit, no hold.
+	probe(1.2, 1, 1)
+	if want := 1.1 * 40 / 1.2; math.Abs(a.limit-want) > 1e-9 || a.cut {
+		t.Fatalf("after a cut to %.2f: limit %.2f, cut %v (want %.2f, false)", want, a.limit, a.cut, want)
+	}
+	// Further below it: held.
+	probe(1.3, 1.1, 1)
+	want := 1.1 * 40 / 1.3
+	if math.Abs(a.limit-want) > 1e-9 || !a.cut || a.probeEvery != minProbeEvery {
+		t.Fatalf("after a cut to %.2f: limit %.2f, cut %v, next probe in %v rounds (want %.2f, true, %d)", want, a.limit, a.cut, a.probeEvery, want, minProbeEvery)
+	}
+	if grew := calm(); grew != 0 {
+		t.Fatalf("calm samples grew a cut limit by %.2f", grew)
+	}
+	if !a.snapshotLocked(s).Held {
+		t.Fatalf("Snapshot's Held is false while a cut holds the limit")
+	}
+
+	probe(1.2, 1, 1.2) // the load costs nothing at the limit: restored as it was
+	if a.limit != 40 || a.cut || a.snapshotLocked(s).Held {
+		t.Fatalf("a probe that restored all it halved: limit %.2f, cut %v, Held %v (want 40, false, false)", a.limit, a.cut, a.snapshotLocked(s).Held)
+	}
+	if grew := calm(); grew <= 0 {
+		t.Fatalf("calm samples did not grow the limit once the hold ended (%.2f)", grew)
+	}
+}
+
+// TestAdaptiveProbeClock: the probe clock counts every sample, used or
+// not, so a limit that stopped growing where its seats are no longer used
+// is still probed.
+func TestAdaptiveProbeClock(t *testing.T) {
+	s, a := lockedAdaptive(t, 40)
+	a.probeEvery = minProbeEvery
+	for i := 0; !a.probing; i++ {
+		if i > minProbeEvery*40 {
+			t.Fatalf("no probe after %d samples, none of them used (%v rounds counted)", i, a.sinceProbe)
+		}
+		s.stepLocked(false, &job{}, 0, 1)
+	}
+}
+
 // TestAdaptivePressure: each reading of the pressure source at 1 or more
 // multiplies the limit by PressureBackoff, and the limit does not grow
 // meanwhile.

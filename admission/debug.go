@@ -322,7 +322,7 @@ const debugBody = `
 <p><meter id="seat-meter" min="0" max="{{.Capacity}}" value="{{.InUse}}"></meter>
 <b><span id="in-use">{{.InUse}}</span> / <span id="capacity">{{.Capacity}}</span></b> seats in use,
 <b id="queued">{{.Queued}}</b> queued, system virtual time <b id="vsys">{{secs .SystemVirtualSeconds}}</b> s.</p>
-<p id="adaptive-line">{{with .Adaptive}}Adaptive capacity: limit <b>{{printf "%.1f" .Limit}}</b> in [{{.Min}}, {{.Max}}], inflation {{printf "%.2f" .Inflation}} (baseline {{printf "%.2f" .Baseline}}, noise {{printf "%.2f" .Noise}}), {{.Samples}} samples, {{.Weak}} without a reference{{if .Probing}}, probing (limit halved for a round){{end}}{{if .Held}}, held (references taken again: no growth){{end}}{{if .Shedding}}, <b>shedding the heaviest keys' arrivals</b>{{end}}.{{else}}Fixed capacity.{{end}}</p>
+<p id="adaptive-line">{{with .Adaptive}}Adaptive capacity: limit <b>{{printf "%.1f" .Limit}}</b> in [{{.Min}}, {{.Max}}], inflation {{printf "%.2f" .Inflation}} (baseline {{printf "%.2f" .Baseline}}, noise {{printf "%.2f" .Noise}}), {{.Samples}} samples, {{.Weak}} without a reference{{if .Probing}}, probing (limit halved for a round){{end}}{{if .Held}}, held (no growth until a probe){{end}}{{if .Shedding}}, <b>shedding the heaviest keys' arrivals</b>{{end}}.{{else}}Fixed capacity.{{end}}</p>
 <table><thead><tr><th>Limit changed at</th><th>From</th><th>To</th><th>Reason</th></tr></thead>
 <tbody id="history-body">{{with .Adaptive}}{{range .History}}
 <tr><td>{{.Time.Format "15:04:05.000"}}</td><td>{{.Previous}}</td><td>{{.New}}</td><td>{{.Reason}}</td></tr>{{else}}
@@ -445,7 +445,7 @@ const debugScript = `
       set("adaptive-line", "Adaptive capacity: limit " + a.limit.toFixed(1) + " in [" + a.min + ", " + a.max +
         "], inflation " + a.inflation.toFixed(2) + " (baseline " + a.baseline.toFixed(2) + ", noise " + a.noise.toFixed(2) + "), " + a.samples +
          " samples, " + a.weak_samples + " without a reference" + (a.probing ? ", probing (limit halved for a round)" : "") +
-         (a.held ? ", held (references taken again: no growth)" : "") +
+         (a.held ? ", held (no growth until a probe)" : "") +
         (a.shedding ? ", shedding the heaviest keys' arrivals." : "."));
     } else {
       set("adaptive-line", "Fixed capacity.");

@@ -68,6 +68,9 @@ func (s *Scheduler) checkInvariantsLocked() error {
 		if a.high > a.peak || a.limit > a.peak {
 			return fmt.Errorf("adaptive: limit %v, highest %v, highest at the last probe %v", a.limit, a.peak, a.high)
 		}
+		if a.cut && a.probeEvery != minProbeEvery {
+			return fmt.Errorf("adaptive: a probe's cut holds the limit, but the next probe comes %v rounds after it, not %d", a.probeEvery, minProbeEvery)
+		}
 		for _, v := range [...]struct {
 			name  string
 			value float64

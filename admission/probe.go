@@ -309,7 +309,15 @@ func (s *Scheduler) probeSampleLocked(j *job, lx float64, now int64) {
 		}
 	}
 	a.fell = false
-	s.setLimitLocked(a.restoreTo(logM), CapacityProbe, now)
+	to := a.restoreTo(logM)
+	// A probe that found the server saturated more than a Tolerance below
+	// the limit it halved holds the one it restores, until the next probe,
+	// minProbeEvery rounds on: see restoreTo.
+	a.cut = to < a.saved/a.cfg.Tolerance
+	if a.cut {
+		a.probeEvery = minProbeEvery
+	}
+	s.setLimitLocked(to, CapacityProbe, now)
 }
 
 // restoreTo is the limit a probe restores as it ends, logM the mean log
@@ -356,6 +364,25 @@ func (s *Scheduler) probeSampleLocked(j *job, lx float64, now int64) {
 // to 7 in 1,600; kept from them, 1 in 800 again (and those past 0.5 % 27
 // against 29), and 0 in 400 (14 past 0.5 %) once the restore took any
 // estimate below saved, not only one below four fifths of it.
+//
+// A cut of more than a Tolerance holds the limit it restores (cut): it
+// does not grow until the next probe, which comes minProbeEvery rounds on
+// and cuts again or ends the hold. Without the hold, where seat times
+// vary, the limit climbed back at once: the probe's slowest jobs, done
+// after it gave the seats back but counted at its load (on a server that
+// shares itself among its jobs they ran at the restored load), lifted the
+// baseline, and calm rounds grew the limit past where it had been within
+// a second; and a probe at half a limit above 2·C, itself above C, found
+// the references taken there sound, so the next came ProbeInterval rounds
+// later. On the noisy shared server from 4·C, with the hold and a probe
+// clock that counts unused samples too (stepLocked), the mean limit from
+// 10 s ran past 60 seats in 8 runs of 1,800 and past 90 in 1, against 163
+// and 98 of 600 before (medians 26.0 and 32.3 seats). A smaller cut, as
+// the law's own steps around Tolerance·C leave, holds nothing: held on
+// every cut, after the jobs all got twice as dear (TestAdaptiveJobsGetDearer,
+// two batches of 300 runs) the lowest limit from 8 s after the change was
+// 15 seats or less in 31 and 27 runs, against 8 and 17 before; held past a
+// Tolerance, in 21 and 21 (benchmarks/ADMISSION.md, session 36).
 func (a *adaptive) restoreTo(logM float64) float64 {
 	if a.probeN == 0 || !a.noiseKnown() || a.lawSees {
 		return a.saved
