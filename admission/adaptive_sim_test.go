@@ -274,18 +274,7 @@ func TestAdaptiveSettlesOnASharedServer(t *testing.T) {
 // session 35).
 func TestAdaptiveSharedFromFarAbove(t *testing.T) {
 	const c, runs = 16, 15
-	m, means := medianOverRuns(runs, func(n int) float64 {
-		var mean float64
-		synctest.Test(t, func(t *testing.T) {
-			s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: 4 * c})
-			load := []simClient{{key: "a", loops: 6 * c, seed: uint32(n), job: simRepos(200*time.Millisecond, constant(0.1))}}
-			const d = 40 * time.Second
-			res := simRun(t, s, simserver.NewShared(c), load, d, nil, nil)
-			mean = res.meanLimit(tick(10*time.Second), len(res.limits))
-			t.Logf("run %d: mean limit from 10s %.1f; limits every second: %v", n, mean, everySecond(res.limits))
-		})
-		return mean
-	})
+	m, means := sharedFromFarAbove(t, c, runs, simRepos(200*time.Millisecond, constant(0.1)))
 	if m > 1.3*c {
 		t.Errorf("shared server from %d seats: median over %d runs of the mean limit from 10s %.1f, want at most %.1f; each run's: %.1f", 4*c, runs, m, 1.3*c, means)
 	}
@@ -302,19 +291,7 @@ func TestAdaptiveSharedFromFarAbove(t *testing.T) {
 // (benchmarks/ADMISSION.md, session 36).
 func TestAdaptiveNoisySharedFromFarAbove(t *testing.T) {
 	const c, runs = 16, 30
-	m, means := medianOverRuns(runs, func(n int) float64 {
-		var mean float64
-		synctest.Test(t, func(t *testing.T) {
-			s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: 4 * c})
-			job := noisy(0.5, simRepos(200*time.Millisecond, constant(0.1)))
-			load := []simClient{{key: "a", loops: 6 * c, seed: uint32(n), job: job}}
-			const d = 40 * time.Second
-			res := simRun(t, s, simserver.NewShared(c), load, d, nil, nil)
-			mean = res.meanLimit(tick(10*time.Second), len(res.limits))
-			t.Logf("run %d: mean limit from 10s %.1f; limits every second: %v", n, mean, everySecond(res.limits))
-		})
-		return mean
-	})
+	m, means := sharedFromFarAbove(t, c, runs, noisy(0.5, simRepos(200*time.Millisecond, constant(0.1))))
 	high := 0
 	for _, x := range means {
 		if x > 60 {
@@ -324,6 +301,25 @@ func TestAdaptiveNoisySharedFromFarAbove(t *testing.T) {
 	if m > 30 || high > 2 {
 		t.Errorf("noisy shared server from %d seats: over %d runs the mean limit from 10s has median %.1f (want at most 30), and %d runs above 60 (want at most 2); each run's: %.1f", 4*c, runs, m, high, means)
 	}
+}
+
+// sharedFromFarAbove runs 6·c closed loops of job on simserver.NewShared(c)
+// for 40 s from Initial = 4·c, runs times (each its own draw), and returns
+// the median of each run's mean limit from 10 s and all of them sorted.
+func sharedFromFarAbove(t *testing.T, c, runs int, job func(*rand.Rand, time.Duration) (string, time.Duration)) (float64, []float64) {
+	t.Helper()
+	return medianOverRuns(runs, func(n int) float64 {
+		var mean float64
+		synctest.Test(t, func(t *testing.T) {
+			s := simScheduler(t, AdaptiveConfig{Min: 1, Max: 8 * c, Initial: 4 * c})
+			load := []simClient{{key: "a", loops: 6 * c, seed: uint32(n), job: job}}
+			const d = 40 * time.Second
+			res := simRun(t, s, simserver.NewShared(c), load, d, nil, nil)
+			mean = res.meanLimit(tick(10*time.Second), len(res.limits))
+			t.Logf("run %d: mean limit from 10s %.1f; limits every second: %v", n, mean, everySecond(res.limits))
+		})
+		return mean
+	})
 }
 
 // medianOverRuns calls run for n = 0 to runs-1 (each its own draw) and
