@@ -220,9 +220,10 @@ type adaptive struct {
 	// that is not congested: meanwhile the limit does not grow, and no
 	// congested verdict anchors the baseline (probe.go).
 	held bool
-	// cut is set by a probe that restored less than it halved (restoreTo)
-	// and cleared by the next probe that does not: meanwhile the limit
-	// does not grow, and the next probe comes minProbeEvery rounds on.
+	// cut is set by a probe that restored the limit more than a Tolerance
+	// below what it halved (restoreTo) and cleared by the next probe that
+	// does not: meanwhile the limit does not grow, and the next probe comes
+	// minProbeEvery rounds on.
 	cut bool
 	// lowered is set when the limit went below the seats in use (running
 	// work is never pre-empted); the test-only invariant checks then allow

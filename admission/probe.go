@@ -54,7 +54,8 @@ import "math"
 // verdict of congested references the next probes' jobs take the
 // references again whatever their load (an epoch). And a probe restores
 // the limit it halved only as far as the capacity its two loads imply,
-// where that lies well below it (restoreTo).
+// where that lies well below it (restoreTo); a cut of more than a
+// Tolerance holds the limit until the next probe, minProbeEvery rounds on.
 
 // A probe sets the limit to probeDepth of itself: below the true capacity
 // C from any limit under 2·C, so its jobs take their uncongested time;
