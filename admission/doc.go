@@ -437,85 +437,44 @@
 //
 // A server that shares itself among its jobs at every instant, as a CPU or
 // a disk does (simserver.NewShared: a job slows down as soon as others join
-// it, not only when it starts under load), is a known limit of this design.
+// it, not only when it starts under load), is where this design is weakest.
 // A job's load is the seats in use just after its admission, which is what
 // sets its seat time only where the server fixes it at the start. From a
 // limit at or below C the two servers do not differ: from Initial = C and
 // from the floor the limit settles at 18 for C = 16, from the floor in
 // 3.9 s (5.2 s at most; TestAdaptiveSettlesOnASharedServer, 30 runs of
 // each), and in benchmarks/ADAPTIVE.md's shared slow disk (Initial 20) it
-// keeps 99.9 % of the best fixed capacity's goodput over 21 draws (99.8 %
-// over eleven before session 35; 99.6 % from the
-// probes that faster jobs bring, below, in session 26, until the
-// references they read, left behind, were taken again in session 29:
-// leftBehind; the median of its eleven draws moves by a few tenths of a
-// per cent from one run to the next: benchmarks/ADMISSION.md). From far
-// above C it settled late or not at all until a probe restored only what
-// it found the server could take (restoreTo; the figures below): the
-// Initial jobs admitted at once
-// at New are counted at loads 1 to Initial while all of them run together, so those
-// under the ceiling take references that are congested but read as taken
-// at a low load; no later completion at a lower load replaces them, and
-// only once their jobs' estimates have left them behind does one take
-// them again (leftBehind).
-// From 4·C the mean limit from 10 s was 26 to 46 seats (30 runs; 18 where
-// the server fixes seat times at the start), from 2·C about 20 (above 20
-// at times after 15 s in 28 runs of 30), and from 1.25·C in 2 runs of 30.
-// Since the samples of such references stay out of short (measuresRef),
-// from 4·C the mean limit from 10 s is 21 to 45 seats (medians of 26.6 to
-// 27.3 in three batches of 30 runs), within ±25 % of C only after 23 to
-// 26 s (the batches' medians); from 2·C 18.4 to 18.6, above 20 at times
-// after 15 s in 3 and 4 runs of 30; from 1.25·C in 3 and 5 runs of 30
-// (benchmarks/ADMISSION.md, session 25). Since a reference its job's
-// estimate left behind is taken again (leftBehind), from 4·C the limit
-// settles within ±25 % of C after a median of 21 s instead of 24 to 25 s,
-// and the goodput over 40 s is 15.85 to 15.87 seats instead of 15.54 to
-// 15.59 (medians of three batches of 30 runs; session 29): narrower, the
-// limit stays. On the code of session 34 (60 runs from each start), from
-// 4·C the mean limit from 10 s has a median of 22.5 seats (25.6 before a
-// congested verdict started an epoch, which lets a probe's jobs take the
-// Initial jobs' references again), within ±25 % of C after a median of
-// 21.0 to 21.7 s; from 2·C and from 1.25·C it sits at 19.3 to 19.5
-// seats, just under 1.25·C, and passes it at times after 15 s in 19 to 25
-// runs of 60 from each (from 1.25·C in 13 and 16 before the law read the
-// baseline as at least 1, lawBase: this server's baseline reads about
-// 0.99). Since a probe restores only what it found the server could take
-// (restoreTo, above), from 4·C the median is 19.2 to 19.3 seats (two
-// batches of 60 runs: 18.7 to 20.7, against 20.8 to 27.6 before), within
-// ±25 % of C after a median of 10.1 to 10.3 s instead of 20.7 s; from 2·C
-// and from 1.25·C it is 19.0 (19.3 to 19.4 before). The level's edge is
-// passed at times after 15 s in 8 to 10 runs of 60 from 4·C (60 before),
-// 3 to 4 from 2·C (20) and 6 to 9 from 1.25·C (16; benchmarks/ADMISSION.md,
-// session 35). Where
-// seat times vary as well (spread log-normally by 0.5), this server
-// settles higher: from Min and from 1.25·C the mean limit from 10 s has a
-// median of 24 to 26 seats (1.5 to 1.6·C; above 30 in 6 to 13 runs of
-// 60), and from 4·C, before restoreTo, it ran away (a median of 106 seats,
-// past 90 in 47 and 50 runs of 60 in two batches): past the 96 jobs in
-// flight no sample counts as used, so no probe came, while the baseline
-// took the congested samples under its ceiling. With restoreTo alone the
-// median was 31 to 41 seats in batches of 60 runs, 11 to 22 of which ran
-// past 90. Since a probe's cut holds the limit and the probes' clock
-// counts unused samples (session 36), over 1,800 runs the median is 26.0
-// seats, and 8 runs passed 60 seats, one of them past 90. In benchmarks/ADAPTIVE.md's noisy
-// shared slow disk (Initial 20) it keeps 99.9 % of a fixed C's goodput
-// at a mean limit of 23.1 seats, where the oracle's is 14.7 (p99 1.06
-// times C fixed's; 21.1 seats and 1.02 times in the run before, on the
-// code of session 35: this scenario's mean limit moves by two or three
-// seats from one run to the next).
-// Counting a job's load as the mean
-// of the seats in use while it ran (or the seats at its admission, if
-// more) settles it from 4·C within 12 s, but under noisy
-// seat times it lowers the level and brings back dips below C
-// (benchmarks/ADMISSION.md, session 22: seven variants, none kept). Two
-// narrower changes bring dips too (session 23): counting a batch admitted
-// at once at the seats the whole batch held (where the server sets a job's
-// speed when it starts, the batch's low labels were true), and scaling
-// every reference by the mean of a probe that finds them congested (after
-// a climb from Min some references are sound, and one scale makes them
-// too fast). So on such a server, start at or below the capacity you
-// expect: Initial = Min (the default when Config.Capacity is not set) or
-// the last steady limit.
+// keeps 99.9 % of the best fixed capacity's goodput. From far above C, the
+// Initial jobs admitted at once at New are counted at loads 1 to Initial
+// while all of them run together, so those under the ceiling take
+// references that are congested but read as taken at a low load. Four
+// rules undo that: their samples stay out of short (measuresRef), a
+// reference its job's estimate has left behind is taken again (leftBehind),
+// a verdict of congested references lets a probe's jobs take them again
+// (an epoch), and a probe restores the limit only as far as its two loads
+// say the server can take (restoreTo). For C = 16, 60 runs from each start
+// (session 36), the mean limit from 10 s has a median of about 19 seats
+// from 4·C, 2·C and 1.25·C, and 18 from the floor; from 4·C it is within
+// ±25 % of C after a median of 7.9 s, and after 15 s it still passes
+// 1.25·C at times in 1, 2 and 5 runs of 60 from those three starts.
+// Where seat times vary as well (spread log-normally by 0.5), this server
+// settles higher: a median of 23 to 25 seats from Min and from 1.25·C
+// (about 1.5·C), and 26 from 4·C over 1,800 runs, of which 8 stayed above
+// 60 seats and one passed 90, the 96 jobs in flight. Without the hold
+// after a probe's cut (restoreTo) and a probe clock that counts unused
+// samples (stepLocked), one run in four ran away so. In
+// benchmarks/ADAPTIVE.md's noisy shared slow disk (Initial 20) it keeps
+// 99.9 % of a fixed C's goodput at a mean limit of 23.1 seats, where the
+// oracle's is 14.7 (p99 1.06 times C fixed's; this mean limit moves by two
+// or three seats from one run of the report to the next). Counting a job's
+// load by the seats in use over its run, or at its end, settles the shared
+// server sooner but brings back dips below C where seat times vary on the
+// server that fixes them at the start (session 22, seven variants; session
+// 23, two narrower ones; session 36, the load at its end). So on such a
+// server, start at or below the capacity you expect: Initial = Min (the
+// default when Config.Capacity is not set) or the last steady limit. How
+// each rule moved these figures is in benchmarks/ADMISSION.md, sessions 22
+// to 36.
 //
 // Probes (probe.go). The ceiling keeps references sound once the limit sits
 // near Tolerance·C, but the limit starts wherever Initial puts it, and the
@@ -645,7 +604,7 @@
 // standard errors of chance, lies below the limit, the probe restores the
 // limit only to there (never below its own). Where the
 // references were all taken under congestion, as from a too-high Initial
-// on a server that shares itself among its jobs (below), short reads the
+// on a server that shares itself among its jobs (above), short reads the
 // server as barely congested at any load, and each probe gave the limit
 // back for the law to take down by a few per cent a round; now each probe
 // takes it down to about Tolerance times its own limit. Not where short
