@@ -470,11 +470,11 @@
 // load by the seats in use over its run, or at its end, settles the shared
 // server sooner but brings back dips below C where seat times vary on the
 // server that fixes them at the start (session 22, seven variants; session
-// 23, two narrower ones; session 36, the load at its end). So on such a
-// server, start at or below the capacity you expect: Initial = Min (the
-// default when Config.Capacity is not set) or the last steady limit. How
-// each rule moved these figures is in benchmarks/ADMISSION.md, sessions 22
-// to 36.
+// 23, a batch admitted at once counted at the seats the whole batch held;
+// session 36, the load at its end). So on such a server, start at or
+// below the capacity you expect: Initial = Min (the default when
+// Config.Capacity is not set) or the last steady limit. How each rule
+// moved these figures is in benchmarks/ADMISSION.md, sessions 22 to 36.
 //
 // Probes (probe.go). The ceiling keeps references sound once the limit sits
 // near Tolerance·C, but the limit starts wherever Initial puts it, and the
