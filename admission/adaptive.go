@@ -369,7 +369,7 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 			return // already below where its samples put it
 		}
 	} else {
-		if !used || a.held || a.cut || s.pressure != nil && s.pressure.value >= 1 {
+		if !used || a.holds() || s.pressure != nil && s.pressure.value >= 1 {
 			return
 		}
 		target = a.limit + a.cfg.Headroom*math.Sqrt(a.limit)
@@ -499,10 +499,15 @@ func (s *Scheduler) minCapacityLocked() int {
 
 // ---- observability ----
 
+// holds reports whether the limit may not grow until a probe says so:
+// held (a congested verdict after faster jobs) or cut (a probe's cut of
+// more than a Tolerance). Snapshot's Held is this.
+func (a *adaptive) holds() bool { return a.held || a.cut }
+
 // snapshotLocked is the controller's part of a Snapshot.
 func (a *adaptive) snapshotLocked(s *Scheduler) *AdaptiveSnapshot {
 	snap := &AdaptiveSnapshot{Limit: a.limit, Min: a.cfg.Min, Max: a.cfg.Max, Inflation: math.Exp(a.logShort), Baseline: math.Exp(a.logBase),
-		Noise: math.Sqrt(a.noise), Samples: a.samples, Weak: a.weak, Shedding: a.shedding && s.queued > 0, Probing: a.probing, Held: a.held || a.cut,
+		Noise: math.Sqrt(a.noise), Samples: a.samples, Weak: a.weak, Shedding: a.shedding && s.queued > 0, Probing: a.probing, Held: a.holds(),
 		History: make([]CapacityChange, 0, a.histN)}
 	for i := range a.histN {
 		c := a.hist[(a.histAt+i)%CapacityHistory]

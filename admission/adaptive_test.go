@@ -265,6 +265,14 @@ func lockedAdaptive(t *testing.T, initial int) (*Scheduler, *adaptive) {
 	return s, s.adaptive
 }
 
+// endProbe feeds the running probe samples of its own jobs, each of
+// inflation m, until it ends.
+func endProbe(s *Scheduler, m float64, now int64) {
+	for s.adaptive.probing {
+		s.probeSampleLocked(&job{probed: true}, math.Log(m), now)
+	}
+}
+
 // TestAdaptiveZeroSeatTimes: jobs that take no time at all (a handler that
 // does not block, in a synctest bubble) have no log inflation, so they
 // move none of the controller's geometric averages: a probe whose jobs all
@@ -468,9 +476,7 @@ func TestAdaptiveFloor(t *testing.T) {
 	probe := func(x float64) {
 		a.logShort, a.logBase = math.Log(x), math.Log(x)
 		s.startProbeLocked(s.now())
-		for a.probing {
-			s.probeSampleLocked(&job{probed: true}, math.Log(x), s.now())
-		}
+		endProbe(s, x, s.now())
 	}
 	probe(1) // sound, at 10 seats
 	if want := 10 / a.cfg.Tolerance; math.Abs(a.floor-want) > 1e-9 || a.limit != 20 {
@@ -941,9 +947,7 @@ func TestAdaptiveRestore(t *testing.T) {
 			a.probeEvery, a.load, a.logShort, a.logBase = 1e9, 40, math.Log(c.short), math.Log(c.base)
 			s.startProbeLocked(1)
 			a.logShort = 0 // short as the probe started counts, not as it ends
-			for a.probing {
-				s.probeSampleLocked(&job{probed: true}, math.Log(c.m), 1)
-			}
+			endProbe(s, c.m, 1)
 			if math.Abs(a.limit-c.want) > 1e-9 {
 				t.Fatalf("restored to %v, want %v", a.limit, c.want)
 			}
@@ -964,9 +968,7 @@ func TestAdaptiveCutHolds(t *testing.T) {
 		t.Helper()
 		a.limit, a.load, a.logShort, a.logBase = 40, 40, math.Log(short), math.Log(base)
 		s.startProbeLocked(1)
-		for a.probing {
-			s.probeSampleLocked(&job{probed: true}, math.Log(m), 1)
-		}
+		endProbe(s, m, 1)
 	}
 	calm := func() float64 {
 		t.Helper()
