@@ -760,8 +760,9 @@
 //   - fairseat.seats.limit.changes counts the changes by reason: increase
 //     and decrease are the control law's, probe comes in pairs (halve,
 //     restore) about every ProbeInterval rounds once the references are
-//     sound and every five rounds while they are not, pressure is the
-//     PressureSource's, operator is SetAdaptiveBounds'.
+//     sound and every five rounds while they are not or a probe's cut
+//     holds, pressure is the PressureSource's, operator is
+//     SetAdaptiveBounds'.
 //   - In an incident, SetAdaptiveBounds(n, n) pins the capacity at n;
 //     setting the old bounds again hands it back to the controller, from n.
 //
