@@ -289,7 +289,13 @@ func newAdaptive(c AdaptiveConfig) *adaptive {
 	return &adaptive{cfg: c, limit: l, load: l, logTol: math.Log(c.Tolerance), probeEvery: minProbeEvery, mark: l, peak: l, high: l}
 }
 
-// seatsOf is a limit rounded to whole seats, within the bounds.
+// seatsOf is a limit rounded to whole seats, within the bounds. To the
+// nearest seat, not down: where C is a few seats the limit alternates
+// between C and C+1 (a congested step takes it to about Tolerance·C, which
+// rounds to C, and a calm round past the next half seat), a mean of 1.34
+// to 1.43·C for C = 2. Rounded down it stayed nearer C (1.13 to 1.21·C)
+// but spent time under C as well, and the work done fell by 1 to 4 %
+// (medians of 20 runs; benchmarks/ADMISSION.md, session 33).
 func (a *adaptive) seatsOf(limit float64) int {
 	return min(a.cfg.Max, max(a.cfg.Min, int(math.Round(limit))))
 }

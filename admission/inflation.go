@@ -69,8 +69,15 @@ func (s *Scheduler) sampleLocked(j *job, lobs float64, now int64) (takeRef bool)
 	a.followFall()
 	s.stepLocked(used, j, lx, now)
 	if j.probed && uncongested && e.refEpoch != a.epoch {
-		e.refLoad = 0 // a probe's job takes again, at its load, a reference from before the last stale or congested verdict
+		// A probe's job takes again, at its load, a reference from before
+		// the last stale or congested verdict: one taken at a load below
+		// any the probes run at would otherwise never be taken again
+		// (benchmarks/ADMISSION.md, session 34).
+		e.refLoad = 0
 	}
+	// Above the ceiling, a completion at a lower load than the reference's
+	// takes it only if faster, or if a verdict since marked it stale: on a
+	// sound verdict a slower one may be a server that slowed down.
 	return uncongested || j.load < e.refLoad && (lx < 0 || e.refEpoch != a.epoch)
 }
 
