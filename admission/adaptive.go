@@ -210,10 +210,28 @@ type adaptive struct {
 	faster   float64 // rounds (a sample adds 1/limit) for which all has stayed under noteFaster's cut (not probing: a probe reads it as it started, fastRound)
 	samples  uint64
 	weak     uint64
-	epoch    uint32 // bumped by a probe that finds the references stale or congested (probe.go)
+	// epoch is bumped by a probe that finds the references stale or
+	// congested: a reference taken before it is taken again by a
+	// completion at a lower load, faster or not, and by a probe's job
+	// (sampleLocked). Under a flood every job is admitted above the
+	// ceiling, so without the epoch only the probes' eight or so jobs each
+	// retook references: with half of 100 job IDs taken again, the probes'
+	// m mixed fresh references with stale ones, the baseline it anchored
+	// stayed under what the stale half read, and the limit sat at a third
+	// of C for seconds (TestAdaptiveJobsGetDearer failed about once in
+	// 1,500 runs, and once in 10,500 since; session 14 of
+	// benchmarks/ADMISSION.md measured three wider rules for retaking
+	// stale references, none kept).
+	epoch uint32
 	// unconfirmed is set by a stale verdict and cleared by the next sound
 	// one, which brings one more probe: only a second sound verdict in a
-	// row lets the probes go quiet (probe.go).
+	// row lets the probes go quiet. The eight or so jobs a probe draws may
+	// all be ones whose references were already taken again while others
+	// are still stale. In 3,000 runs of TestAdaptiveJobsGetDearer's
+	// scenario, the runs whose mean limit from 28 s stayed under 17 seats
+	// went from 41 to 5 with it, for one more probe after each stale
+	// episode; the test failed 5 times in 20,000 runs before, 3 in 30,000
+	// since.
 	unconfirmed bool
 	// held is set by a verdict of congested references from a probe that
 	// faster jobs brought on (noteFaster) and cleared by the next verdict

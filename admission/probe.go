@@ -2,68 +2,25 @@ package admission
 
 import "math"
 
-// Probes of adaptive capacity (see the package doc, "Adaptive capacity").
-//
-// A reference taken while the server was already congested makes that
-// congestion look normal. The reference ceiling (refCeilingLocked) keeps
-// references from being taken above limit/Tolerance, which is enough once
-// the limit sits near Tolerance times the true capacity; but the limit
-// starts wherever Initial puts it, and the references of a job that got
-// dearer are too low wherever they were taken. A probe halves the limit for
-// one round of the jobs it admits (at least minProbeSamples), whose
-// completions take their references at that lower load, then restores the
-// limit. Its samples say whether the references were sound: if the jobs it
-// admitted ran more than sqrt(Tolerance) times faster than their references,
-// those were taken under congestion; if more than sqrt(Tolerance) times
-// slower, the jobs got dearer (either beyond chance too, where seat times
-// vary: verdictZ); either way the next probe comes after
-// minProbeEvery rounds. Otherwise the references hold, and the next comes
-// after AdaptiveConfig.ProbeInterval rounds; but not on the first sound
-// verdict after a stale one: the eight or so jobs a probe draws may all be
-// ones whose references were already taken again while others are still
-// stale, so one more probe follows minProbeEvery rounds later (and does
-// not explain a fall), and only a second sound verdict in a row lets the
-// probes go quiet (in 3,000 runs of TestAdaptiveJobsGetDearer's scenario,
-// the runs whose mean limit from 28 s stayed under 17 seats went from 41
-// to 5 with it, for one more probe after each stale episode; the test
-// failed 5 times in 20,000 runs before, 3 in 30,000 since). A stale
-// verdict also starts a new epoch: a reference taken before it is replaced
-// by a completion at a lower load, faster or not (sampleLocked). Under a
-// flood every job is admitted above the ceiling, so without the epoch only
-// the probes' eight or so jobs each retook references: with half of 100
-// job IDs taken again, the probes' m mixed fresh references with stale
-// ones, the baseline it anchored stayed under what the stale half read,
-// and the limit sat at a third of C for seconds (TestAdaptiveJobsGetDearer
-// failed about once in 1,500 runs, and once in 10,500 since; session 14 of
-// benchmarks/ADMISSION.md measured three wider rules for retaking stale
-// references, none kept). (The package doc says why sqrt(Tolerance), and how
-// the verdict re-anchors the baseline.) A fall of the limit by a fifth
-// since the last probe also brings the next one to within minProbeEvery
-// rounds: the ceiling keeps a falling limit from taking congested
-// references, so a fall is the server's congestion or jobs that got
-// dearer, and only a probe tells the second apart (their references are
-// taken again, at the dearer time, and the limit comes back). When that
-// probe finds the references sound (and is not the first sound verdict
-// after a stale one), the fall is congestion, and the limit may go on
-// falling to the probe's own limit without another (explainFall). And a
-// round for which the jobs at the limit ran faster than their references
-// brings the next probe within minProbeEvery rounds too (noteFaster); if it
-// finds the references congested, the limit is held (no growth) until a
-// probe finds them not congested. A rise past the highest limit held
-// before, while they run faster, brings one at once (noteRise). After any
-// verdict of congested references the next probes' jobs take the
-// references again whatever their load (an epoch). And a probe restores
-// the limit it halved only as far as the capacity its two loads imply,
-// where that lies well below it (restoreTo); a cut of more than a
-// Tolerance holds the limit until the next probe, minProbeEvery rounds on.
+// Probes of adaptive capacity: the package doc ("Adaptive capacity",
+// Probes) says what they are for, what their verdicts mean and when the
+// next one comes. This file holds them: what brings the next probe sooner
+// (noteFaster, noteRise; a fall by a fifth is stepLocked's), a probe's
+// start and its verdict (startProbeLocked, probeSampleLocked), and what a
+// verdict does besides setting the next one's time: the baseline it may
+// anchor (anchors, beyondChance), the floor a sound one sets (setFloor),
+// the fall a sound one explains (explainFall, followFall), and the limit
+// it restores (restoreTo). The fields they keep are adaptive's (adaptive.go),
+// whose comments give their invariants; epoch and unconfirmed say what
+// each was measured to do.
 
 // A probe sets the limit to probeDepth of itself: below the true capacity
 // C from any limit under 2·C, so its jobs take their uncongested time;
 // from a limit higher still they run at a load the references were not
 // taken under, faster than them, and the next probe comes soon and starts
 // lower. The first probe comes minProbeEvery rounds after New; a fall of
-// the limit below fellBy of adaptive.mark (see above) brings the next one
-// to within minProbeEvery rounds.
+// the limit below fellBy of adaptive.mark (see its comment) brings the
+// next one to within minProbeEvery rounds.
 const (
 	probeDepth    = 0.5
 	minProbeEvery = 5
