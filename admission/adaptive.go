@@ -364,48 +364,26 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 		s.startProbeLocked(now)
 		return
 	}
-	base := a.lawBase()
-	noise := a.logTol/2 + base // log inflation past this is more than noise
+	noise := a.logTol/2 + a.lawBase() // log inflation past this is more than noise
 	if a.logShort > noise {
 		a.calm = 0
 	} else {
 		a.calm += 1 / max(a.limit, 1)
 	}
 	a.noteFaster()
-	// implied is where the samples put the limit: the load at which their
-	// jobs would take Tolerance times their references, inflation being
-	// taken as proportional to load. It is measured at the samples' own
-	// load, not at the limit, which the samples trail by a round or so.
-	//
-	// gap is log(Tolerance·max(baseline, 1)/short), so implied = load·e^gap.
-	gap := a.logTol + base - a.logShort
+	// gap is log(Tolerance·max(baseline, 1)/short): implied = load·e^gap.
+	gap := a.logTol + a.lawBase() - a.logShort
 	var target float64
-	if gap < 0 { // congested: short > Tolerance·max(baseline, 1)
-		// Where seat times vary, a round's short strays by chance: the
-		// cut goes only as far as short one standard error lower implies.
-		target = max(0.5*a.limit, a.load*math.Exp(gap+a.shortError()))
-		if a.floor > 0 && target < a.floor && a.limit > a.floor {
-			// Below the load the last sound probe found the server
-			// keeping up at, only a probe may take the limit (setFloor).
-			target, a.probeEvery = a.floor, minProbeEvery
-		}
-		if target >= a.limit {
-			return // already below where its samples put it
-		}
-	} else {
-		if !used || a.holds() || s.pressure != nil && s.pressure.value >= 1 {
-			return
-		}
-		target = a.limit + a.cfg.Headroom*math.Sqrt(a.limit)
-		if lx > noise {
-			target = min(target, a.load*math.Exp(gap))
-		}
-		if a.calm >= 1 {
-			target = max(target, fastGrowth*a.limit)
-		}
-		if target <= a.limit {
-			return
-		}
+	switch {
+	case gap < 0: // congested: short > Tolerance·max(baseline, 1)
+		target = min(a.limit, a.cutTarget(gap))
+	case used && !a.holds() && !(s.pressure != nil && s.pressure.value >= 1):
+		target = max(a.limit, a.growTarget(gap, lx > noise))
+	default:
+		return
+	}
+	if target == a.limit {
+		return
 	}
 	reason := CapacityIncrease
 	if target < a.limit {
@@ -415,19 +393,60 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 	if reason == CapacityIncrease {
 		a.noteRise()
 	}
+	a.noteFall()
+}
+
+// cutTarget is a congested step's target, gap being
+// log(Tolerance·max(baseline, 1)/short) (negative): implied, the load at
+// which the samples' jobs would take Tolerance times their references,
+// inflation being taken as proportional to load. It is measured at the
+// samples' own load, not at the limit, which the samples trail by a round
+// or so. Where seat times vary, a round's short strays by chance, so the
+// cut goes only as far as short one standard error lower implies
+// (shortError), and never below half the limit. Below the load the last
+// sound probe found the server keeping up at, only a probe may take the
+// limit (setFloor): a step the floor stops brings the next one within
+// minProbeEvery rounds.
+func (a *adaptive) cutTarget(gap float64) float64 {
+	target := max(0.5*a.limit, a.load*math.Exp(gap+a.shortError()))
+	if a.floor > 0 && target < a.floor && a.limit > a.floor {
+		target, a.probeEvery = a.floor, minProbeEvery
+	}
+	return target
+}
+
+// growTarget is the target of a step that is not congested, gap being
+// log(Tolerance·max(baseline, 1)/short) (at least 0) and inflated whether
+// the sample ran more than sqrt(Tolerance) times its reference (against
+// the baseline): the headroom, Headroom·sqrt(limit) seats more; but no
+// more than implied (cutTarget) after an inflated sample, which says the
+// point is near, and at least fastGrowth times the limit after a calm
+// round.
+func (a *adaptive) growTarget(gap float64, inflated bool) float64 {
+	target := a.limit + a.cfg.Headroom*math.Sqrt(a.limit)
+	if inflated {
+		target = min(target, a.load*math.Exp(gap))
+	}
+	if a.calm >= 1 {
+		target = max(target, fastGrowth*a.limit)
+	}
+	return target
+}
+
+// noteFall is called after each step of the law. A fall of the limit by a
+// fifth since mark may be jobs that got dearer rather than a slower server
+// (see probe.go), so it brings the next probe within minProbeEvery rounds.
+// If the probes had gone quiet, the references were sound before the fall,
+// and the probe it brings on may explain it (fell, explainFall); while
+// probes come every few rounds, they are still being taken again, and a
+// sound verdict vouches only for those it sampled. Quiet is a sound verdict
+// that has held for as long as the next quick probe would have waited,
+// not the verdict alone: when jobs got dearer, a probe's eight or so jobs
+// may all be ones whose references were already taken again, while the
+// stale references of the others bring the limit down within a few rounds;
+// that fall is no congestion to explain.
+func (a *adaptive) noteFall() {
 	if a.limit < fellBy*a.mark {
-		// The limit fell by a fifth: jobs may have got dearer rather than
-		// the server slower (see probe.go), so probe again soon. If the
-		// probes had gone quiet, the references were sound before the
-		// fall, and the probe it brings on may explain it (explainFall);
-		// while probes come every few rounds, they are still being taken
-		// again, and a sound verdict vouches only for those it sampled.
-		// Quiet is a sound verdict that has held for as long as the next
-		// quick probe would have waited, not the verdict alone: when jobs
-		// got dearer, a probe's eight or so jobs may all be ones whose
-		// references were already taken again, while the stale references
-		// of the others bring the limit down within a few rounds; that
-		// fall is no congestion to explain.
 		a.fell = a.fell || a.probeEvery > minProbeEvery && a.sinceProbe >= minProbeEvery
 		a.probeEvery, a.mark = minProbeEvery, a.limit
 	}
