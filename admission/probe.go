@@ -224,6 +224,17 @@ func (s *Scheduler) probeSampleLocked(j *job, lx float64, now int64) {
 	if a.probeLeft > 0 {
 		return
 	}
+	s.endProbeLocked(now)
+}
+
+// endProbeLocked ends the running probe once its round of samples is in:
+// its verdict sets when the next one comes and may re-anchor the baseline
+// (verdict), and the limit is restored (restoreTo). A probe that found the
+// server saturated more than a Tolerance below the limit it halved holds
+// the one it restores, until the next probe, minProbeEvery rounds on: see
+// restoreTo.
+func (s *Scheduler) endProbeLocked(now int64) {
+	a := s.adaptive
 	a.probing = false
 	// m is the geometric mean of the probe's inflations, e^logM. If no job
 	// took time, logM is 0, the verdict sound, and m 0: it anchors nothing.
@@ -232,10 +243,26 @@ func (s *Scheduler) probeSampleLocked(j *job, lx float64, now int64) {
 		logM = a.probeLog / float64(a.probeN)
 		m = math.Exp(logM)
 	}
+	a.verdict(logM, m)
+	to := a.restoreTo(logM)
+	a.cut = to < a.saved/a.cfg.Tolerance
+	if a.cut {
+		a.probeEvery = minProbeEvery
+	}
+	s.setLimitLocked(to, CapacityProbe, now)
+}
+
+// verdict judges the references by the probe's jobs, logM being the mean
+// log of their inflations and m its exponential (0 if none took time):
+// congested, stale or sound (the package doc, Probes), each beyond
+// sqrt(Tolerance) and beyond chance (verdictZ). It sets when the next
+// probe comes, the epoch, the hold, the floor and a fall's explanation,
+// and may re-anchor the baseline (anchors) at m moved back towards it by
+// what chance explains (beyondChance).
+func (a *adaptive) verdict(logM, m float64) {
 	if m > 0 {
 		m = a.beyondChance(logM)
 	}
-	// The verdict's bound: m beyond sqrt(Tolerance), and beyond chance.
 	bound := max(a.logTol/2, verdictZ*math.Sqrt(a.probeChance()))
 	// A probe that faster jobs brought on (noteFaster) and that finds the
 	// references congested holds the limit, until a verdict that is not
@@ -267,15 +294,6 @@ func (s *Scheduler) probeSampleLocked(j *job, lx float64, now int64) {
 		}
 	}
 	a.fell = false
-	to := a.restoreTo(logM)
-	// A probe that found the server saturated more than a Tolerance below
-	// the limit it halved holds the one it restores, until the next probe,
-	// minProbeEvery rounds on: see restoreTo.
-	a.cut = to < a.saved/a.cfg.Tolerance
-	if a.cut {
-		a.probeEvery = minProbeEvery
-	}
-	s.setLimitLocked(to, CapacityProbe, now)
 }
 
 // restoreTo is the limit a probe restores as it ends, logM the mean log
