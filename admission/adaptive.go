@@ -28,10 +28,23 @@ type AdaptiveConfig struct {
 	Tolerance float64
 	// Headroom bounds what the limit grows by, per round of samples (limit
 	// completions), while the server keeps up and the seats are used, as a
-	// multiple of sqrt(limit) seats; 0 = DefaultAdaptiveHeadroom.
+	// multiple of sqrt(limit) seats; 0 = DefaultAdaptiveHeadroom. At 0.25,
+	// where seat times vary, the limit settles a little lower and a
+	// server that thrashes past its capacity does about 1.5 % more work,
+	// but dips below the capacity come back (in 400 runs of
+	// benchmarks/adaptive's noisy slow disk, 6 lost more than 1.5 % of the
+	// capacity-seconds to them, against none); at 1, the level rises by a
+	// seat and that server does up to 1 % less (session 37 of
+	// benchmarks/ADMISSION.md).
 	Headroom float64
 	// Smoothing in (0, 1] is how much of the computed limit one round of
-	// samples moves it by; 0 = DefaultAdaptiveSmoothing.
+	// samples moves it by; 0 = DefaultAdaptiveSmoothing. Lower follows the
+	// server more slowly: at 0.25, where seat times vary, the limit
+	// started at Min took 9.7 s to reach the capacity instead of 6.4, and
+	// dips below the capacity lasted longer (52 runs of 400 of the noisy
+	// slow disk lost more than 0.5 % of the capacity-seconds to them,
+	// against 11); higher gained at most 0.04 % of the slow disks' work
+	// and cost the noisy thrashing one 1.1 to 3.2 % (session 37).
 	Smoothing float64
 	// UsedFraction in (0, 1]: the limit grows only while the seats in use
 	// were at least this fraction of it, or work was queued, when a sample

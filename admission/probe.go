@@ -21,6 +21,13 @@ import "math"
 // lower. The first probe comes minProbeEvery rounds after New; a fall of
 // the limit below fellBy of adaptive.mark (see its comment) brings the
 // next one to within minProbeEvery rounds.
+//
+// A shallower probe costs less while it runs, but after the capacity
+// halves it is not below the new one, and more probes follow: at 0.6 and
+// 0.7, benchmarks/adaptive's slow disk lost 0.24 and 0.18 % of its
+// capacity-seconds to probes, against 0.07 to 0.09 %, and the noisy
+// shared one settled higher; 0.4 moved nothing beyond the spread between
+// runs (session 37 of benchmarks/ADMISSION.md).
 const (
 	probeDepth    = 0.5
 	minProbeEvery = 5
