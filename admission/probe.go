@@ -27,7 +27,8 @@ import "math"
 // 0.7, benchmarks/adaptive's slow disk lost 0.24 and 0.18 % of its
 // capacity-seconds to probes, against 0.07 to 0.09 %, and the noisy
 // shared one settled higher; 0.4 moved nothing beyond the spread between
-// runs (session 37 of benchmarks/ADMISSION.md).
+// runs. A fall by 0.7 or 0.9 of mark, not fellBy's, did no better either
+// (session 37 of benchmarks/ADMISSION.md).
 const (
 	probeDepth    = 0.5
 	minProbeEvery = 5
