@@ -266,7 +266,7 @@
 // each completion, with time as an argument: no timer, no goroutine. This
 // section says what each part does and why. The comment on the function or
 // constant named beside a rule says what it was measured to do, and
-// benchmarks/ADMISSION.md (sessions 12 to 36) how each rule was found and
+// benchmarks/ADMISSION.md (sessions 12 to 37) how each rule was found and
 // what was tried instead.
 //
 // Signal (inflation.go). Seat time alone cannot tell congestion from
