@@ -377,7 +377,8 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 		s.startProbeLocked(now)
 		return
 	}
-	noise := a.logTol/2 + a.lawBase() // log inflation past this is more than noise
+	base := a.lawBase()
+	noise := a.logTol/2 + base // log inflation past this is more than noise
 	if a.logShort > noise {
 		a.calm = 0
 	} else {
@@ -385,7 +386,7 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 	}
 	a.noteFaster()
 	// gap is log(Tolerance·max(baseline, 1)/short): implied = load·e^gap.
-	gap := a.logTol + a.lawBase() - a.logShort
+	gap := a.logTol + base - a.logShort
 	var target float64
 	switch {
 	case gap < 0: // congested: short > Tolerance·max(baseline, 1)
