@@ -3,6 +3,7 @@ package admission
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -33,6 +34,27 @@ type CostEstimate struct {
 type CostStore interface {
 	Load(ctx context.Context) ([]CostEstimate, error)
 	Save(ctx context.Context, estimates []CostEstimate) error
+}
+
+// A CapacityStore is a [CostStore] that also keeps adaptive capacity's
+// limit across restarts; [FileCostStore] is one. With Config.Adaptive set,
+// New calls LoadCapacity just after Load, and each save calls SaveCapacity
+// just after Save, with the same context, never two calls at once; a
+// scheduler of fixed capacity calls neither.
+//
+// LoadCapacity returns the last limit saved, or 0 and a nil error if none
+// was (a first start). New then starts the limit there, within [Min, Max]
+// (the bounds may have changed since), instead of at
+// AdaptiveConfig.Initial: a restarted server takes up its work where the
+// last process had settled, not at Min (the package doc, "Warm restarts",
+// says what that was measured to save). SaveCapacity is given the limit in
+// seats (the one a running probe has halved, if one is). A failure of
+// either is one of the store's (Counters.CostLoadFailures,
+// CostSaveFailures).
+type CapacityStore interface {
+	CostStore
+	LoadCapacity(ctx context.Context) (int, error)
+	SaveCapacity(ctx context.Context, limit int) error
 }
 
 // Defaults and bounds of [WithCostStore].
@@ -81,6 +103,7 @@ type costStoreState struct {
 	done   chan struct{}
 	cancel context.CancelFunc
 	last   CostStoreSnapshot // LastSave* fields
+	loaded int               // CostStoreSnapshot.LoadedCapacity; set in New only
 }
 
 // asideCost is a loaded estimate waiting for its type (costStoreState.aside).
@@ -106,6 +129,9 @@ type CostStoreSnapshot struct {
 	LastSaveDuration time.Duration
 	LastSaveEntries  int
 	LastSaveError    string
+	// LoadedCapacity is the adaptive limit New started from, loaded from a
+	// CapacityStore and brought within [Min, Max]; 0 if none was loaded.
+	LoadedCapacity int
 }
 
 func validateCostStore(o *options) error {
@@ -125,6 +151,7 @@ func (s *Scheduler) startCostStore(store CostStore, every time.Duration) {
 	s.store = cs
 	ctx, cancel := context.WithTimeout(context.Background(), CostStoreTimeout)
 	ests, err := loadCosts(ctx, store)
+	limit, limitErr := s.loadCapacity(ctx, store)
 	cancel()
 	now := s.lockAt(s.now())
 	if err != nil {
@@ -132,21 +159,59 @@ func (s *Scheduler) startCostStore(store CostStore, every time.Duration) {
 	} else {
 		s.keepAsideLocked(ests, now)
 	}
+	if limitErr != nil {
+		s.counters.CostLoadFailures++
+	} else if limit > 0 {
+		s.restoreLimitLocked(limit)
+	}
 	cs.timer = s.afterFunc(every, s.saveCostsOnTimer)
 	s.mu.Unlock()
 	if err != nil {
 		s.log.Warn("admission: cost store load failed; starting with no learned costs", "err", err)
 	}
+	if limitErr != nil {
+		s.log.Warn("admission: cost store: loading the adaptive limit failed; starting at AdaptiveConfig.Initial", "err", limitErr)
+	}
+}
+
+// recoverStore, deferred by a call to a store's method, turns a panic of
+// the method into *err.
+func recoverStore(method string, err *error) {
+	if v := recover(); v != nil {
+		*err = fmt.Errorf("admission: %s panicked: %v", method, v)
+	}
 }
 
 // loadCosts calls store.Load, turning a panic into an error.
 func loadCosts(ctx context.Context, store CostStore) (ests []CostEstimate, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			ests, err = nil, fmt.Errorf("admission: CostStore.Load panicked: %v", v)
-		}
-	}()
+	defer recoverStore("CostStore.Load", &err)
 	return store.Load(ctx)
+}
+
+// loadCapacity calls store's LoadCapacity if it is a CapacityStore and the
+// capacity is adaptive (0 and nil otherwise), turning a panic or a
+// negative limit into an error.
+func (s *Scheduler) loadCapacity(ctx context.Context, store CostStore) (limit int, err error) {
+	cs, ok := store.(CapacityStore)
+	if !ok || s.adaptive == nil {
+		return 0, nil
+	}
+	defer recoverStore("CapacityStore.LoadCapacity", &err)
+	if limit, err = cs.LoadCapacity(ctx); err == nil && limit < 0 {
+		return 0, fmt.Errorf("admission: CapacityStore.LoadCapacity returned %d, want 0 (none saved) or a limit of at least 1", limit)
+	}
+	return limit, err
+}
+
+// restoreLimitLocked starts adaptive capacity at limit, a loaded one,
+// within the bounds, instead of at Initial. New calls it before it
+// returns, so before any admission or sample.
+func (s *Scheduler) restoreLimitLocked(limit int) {
+	c := s.adaptive.cfg
+	c.Initial = min(c.Max, max(c.Min, limit))
+	s.adaptive = newAdaptive(c)
+	s.cfg.Capacity = c.Initial
+	s.store.loaded = c.Initial
 }
 
 // keepAsideLocked files loaded estimates in aside. It skips (and counts in
@@ -274,10 +339,10 @@ func (s *Scheduler) saveCostsOnTimer() {
 	ctx, cancel := context.WithTimeout(context.Background(), CostStoreTimeout)
 	done := make(chan struct{})
 	cs.done, cs.cancel = done, cancel
-	ests := s.copyCostsLocked(start)
+	ests, limit := s.copyCostsLocked(start), s.savedLimitLocked()
 	s.mu.Unlock()
 
-	err := saveCosts(ctx, cs.store, ests)
+	err := saveCosts(ctx, cs.store, ests, limit)
 	cancel()
 	end := s.now()
 	s.warnSave(err, "") // before the save counts as done: a Close waiting for it finds it logged
@@ -314,10 +379,10 @@ func (s *Scheduler) saveCostsAtClose(ctx context.Context) {
 		}
 	}
 	start := s.lockAt(s.now())
-	ests := s.copyCostsLocked(start)
+	ests, limit := s.copyCostsLocked(start), s.savedLimitLocked()
 	s.mu.Unlock()
 
-	err := saveCosts(ctx, cs.store, ests)
+	err := saveCosts(ctx, cs.store, ests, limit)
 
 	end := s.lockAt(s.now())
 	s.savedLocked(len(ests), start, end, err)
@@ -325,14 +390,36 @@ func (s *Scheduler) saveCostsAtClose(ctx context.Context) {
 	s.warnSave(err, " at Close")
 }
 
-// saveCosts calls store.Save, turning a panic into an error.
-func saveCosts(ctx context.Context, store CostStore, ests []CostEstimate) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("admission: CostStore.Save panicked: %v", v)
-		}
+// saveCosts calls store.Save, and then, if limit > 0, store's SaveCapacity
+// (limit is 0 unless the capacity is adaptive), even if Save failed: the
+// two are independent. It turns a panic into an error, and returns the
+// errors of both.
+func saveCosts(ctx context.Context, store CostStore, ests []CostEstimate, limit int) error {
+	err := func() (err error) {
+		defer recoverStore("CostStore.Save", &err)
+		return store.Save(ctx, ests)
 	}()
-	return store.Save(ctx, ests)
+	if cs, ok := store.(CapacityStore); ok && limit > 0 {
+		err = errors.Join(err, func() (err error) {
+			defer recoverStore("CapacityStore.SaveCapacity", &err)
+			return cs.SaveCapacity(ctx, limit)
+		}())
+	}
+	return err
+}
+
+// savedLimitLocked is the limit a save hands to a CapacityStore: the
+// adaptive limit in seats, as it was before a running probe halved it; 0
+// if the capacity is fixed.
+func (s *Scheduler) savedLimitLocked() int {
+	a := s.adaptive
+	switch {
+	case a == nil:
+		return 0
+	case a.probing:
+		return a.seatsOf(a.saved)
+	}
+	return s.cfg.Capacity
 }
 
 // savedLocked records the outcome of a save of n estimates that ran from
@@ -361,6 +448,6 @@ func (s *Scheduler) costStoreSnapshotLocked() CostStoreSnapshot {
 		return CostStoreSnapshot{}
 	}
 	snap := cs.last
-	snap.Every, snap.Aside = cs.every, cs.asideN
+	snap.Every, snap.Aside, snap.LoadedCapacity = cs.every, cs.asideN, cs.loaded
 	return snap
 }

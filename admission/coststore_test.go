@@ -531,3 +531,187 @@ func TestCostStoreInvalidOption(t *testing.T) {
 	}
 	must(t, s.Close(t.Context()))
 }
+
+// capStore is a CapacityStore in memory: no estimates, a limit, and
+// failures or panics on demand. It counts the calls of its capacity
+// methods.
+type capStore struct {
+	mu                   sync.Mutex
+	limit                int
+	loadErr, saveErr     error
+	saveCostsErr         error
+	panicLoad, panicSave bool
+	capLoads, capSaves   int
+	saved                []int
+}
+
+func (c *capStore) Load(context.Context) ([]CostEstimate, error) { return nil, nil }
+
+func (c *capStore) Save(context.Context, []CostEstimate) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.saveCostsErr
+}
+
+func (c *capStore) LoadCapacity(context.Context) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.capLoads++
+	if c.panicLoad {
+		panic("capacity load exploded")
+	}
+	return c.limit, c.loadErr
+}
+
+func (c *capStore) SaveCapacity(_ context.Context, limit int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.capSaves++
+	if c.panicSave {
+		panic("capacity save exploded")
+	}
+	if c.saveErr != nil {
+		return c.saveErr
+	}
+	c.limit = limit
+	c.saved = append(c.saved, limit)
+	return nil
+}
+
+// TestCostStoreCapacity: an adaptive scheduler starts at the limit its
+// CapacityStore loads, brought within [Min, Max], and saves its limit with
+// every save; a failed or panicking load leaves it at Initial, logged and
+// counted; a fixed capacity neither loads nor saves one.
+func TestCostStoreCapacity(t *testing.T) {
+	adaptive := func() Config { return Config{Adaptive: &AdaptiveConfig{Min: 2, Max: 40, Initial: 4}} }
+	for _, tc := range []struct {
+		name      string
+		store     *capStore
+		cfg       Config
+		start     int    // the capacity New starts at
+		loaded    int    // Snapshot's CostStore.LoadedCapacity
+		loadFails uint64 // Counters.CostLoadFailures
+		log       string // in the log, if not ""
+	}{
+		{name: "none saved", store: &capStore{}, cfg: adaptive(), start: 4},
+		{name: "saved", store: &capStore{limit: 18}, cfg: adaptive(), start: 18, loaded: 18},
+		{name: "above Max", store: &capStore{limit: 90}, cfg: adaptive(), start: 40, loaded: 40},
+		{name: "below Min", store: &capStore{limit: 1}, cfg: adaptive(), start: 2, loaded: 2},
+		{name: "load fails", store: &capStore{limit: 18, loadErr: errors.New("disk on fire")}, cfg: adaptive(), start: 4, loadFails: 1,
+			log: "loading the adaptive limit failed; starting at AdaptiveConfig.Initial"},
+		{name: "negative", store: &capStore{limit: -3}, cfg: adaptive(), start: 4, loadFails: 1, log: "LoadCapacity returned -3"},
+		{name: "load panics", store: &capStore{limit: 18, panicLoad: true}, cfg: adaptive(), start: 4, loadFails: 1,
+			log: "LoadCapacity panicked: capacity load exploded"},
+		{name: "fixed capacity", store: &capStore{limit: 18}, cfg: Config{Capacity: 7}, start: 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := tc.store
+				s, logs := newStoreScheduler(t, tc.cfg, st, time.Minute)
+				snap := s.Snapshot()
+				if snap.Capacity != tc.start || snap.CostStore.LoadedCapacity != tc.loaded || snap.Counters.CostLoadFailures != tc.loadFails {
+					t.Fatalf("at New: capacity %d, LoadedCapacity %d, load failures %d; want %d, %d, %d",
+						snap.Capacity, snap.CostStore.LoadedCapacity, snap.Counters.CostLoadFailures, tc.start, tc.loaded, tc.loadFails)
+				}
+				if a := snap.Adaptive; a != nil && a.Limit != float64(tc.start) {
+					t.Fatalf("adaptive limit %v, want %d", a.Limit, tc.start)
+				}
+				if tc.log != "" && !strings.Contains(logs.String(), tc.log) {
+					t.Fatalf("log lacks %q:\n%s", tc.log, logs.String())
+				}
+				time.Sleep(time.Minute) // the timer's save
+				synctest.Wait()
+				must(t, s.Close(t.Context()))
+				st.mu.Lock()
+				defer st.mu.Unlock()
+				if tc.cfg.Adaptive == nil {
+					if st.capLoads != 0 || st.capSaves != 0 {
+						t.Fatalf("a fixed capacity called LoadCapacity %d and SaveCapacity %d times; want neither", st.capLoads, st.capSaves)
+					}
+					return
+				}
+				if want := []int{tc.start, tc.start}; !slices.Equal(st.saved, want) || st.capLoads != 1 {
+					t.Fatalf("LoadCapacity called %d times (want 1); saved limits %v, want %v", st.capLoads, st.saved, want)
+				}
+				wantStoreCounters(t, s, 0, 0, 2, tc.loadFails, 0)
+			})
+		})
+	}
+}
+
+// TestCostStoreCapacitySaveFails: Save and SaveCapacity are independent:
+// either failing (or SaveCapacity panicking) leaves the other done, and a
+// save with a failure counts once and logs both errors.
+func TestCostStoreCapacitySaveFails(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		store    *capStore
+		saved    []int
+		wantLogs []string
+	}{
+		{name: "Save fails", store: &capStore{saveCostsErr: errors.New("costs lost")}, saved: []int{4, 4}, wantLogs: []string{"costs lost"}},
+		{name: "SaveCapacity fails", store: &capStore{saveErr: errors.New("limit lost")}, wantLogs: []string{"limit lost"}},
+		{name: "both fail", store: &capStore{saveCostsErr: errors.New("costs lost"), saveErr: errors.New("limit lost")},
+			wantLogs: []string{"costs lost", "limit lost"}},
+		{name: "SaveCapacity panics", store: &capStore{panicSave: true}, wantLogs: []string{"SaveCapacity panicked: capacity save exploded"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := tc.store
+				s, logs := newStoreScheduler(t, Config{Adaptive: &AdaptiveConfig{Min: 2, Max: 40, Initial: 4}}, st, time.Minute)
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				must(t, s.Close(t.Context()))
+				wantStoreCounters(t, s, 0, 0, 0, 0, 2)
+				st.mu.Lock()
+				defer st.mu.Unlock()
+				if st.capSaves != 2 || !slices.Equal(st.saved, tc.saved) {
+					t.Fatalf("SaveCapacity called %d times (want 2), saved %v (want %v)", st.capSaves, st.saved, tc.saved)
+				}
+				for _, w := range tc.wantLogs {
+					if n := strings.Count(logs.String(), w); n != 2 {
+						t.Fatalf("log has %q %d times, want 2 (one per save):\n%s", w, n, logs.String())
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestCostStoreCapacityDuringProbe: a save during a probe hands the store
+// the limit the probe halved, not the probe's.
+func TestCostStoreCapacityDuringProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &capStore{limit: 20}
+		s, _ := newStoreScheduler(t, Config{Adaptive: &AdaptiveConfig{Min: 2, Max: 40, Initial: 4}}, st, time.Minute)
+		now := s.lockAt(s.now())
+		s.startProbeLocked(now)
+		probing, limit := s.cfg.Capacity, s.savedLimitLocked()
+		s.mu.Unlock()
+		if probing >= 20 || limit != 20 {
+			t.Fatalf("during a probe: capacity %d, saved limit %d; want below 20, and 20", probing, limit)
+		}
+		must(t, s.Close(t.Context()))
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if !slices.Equal(st.saved, []int{20}) {
+			t.Fatalf("Close saved %v, want [20]", st.saved)
+		}
+	})
+}
+
+// TestCostStoreCapacityFile: the limit survives a restart through a
+// FileCostStore: pinned at 12 in one life of the scheduler, the next
+// starts at 12 where its Initial is 4.
+func TestCostStoreCapacityFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "costs")
+	cfg := func() Config { return Config{Adaptive: &AdaptiveConfig{Min: 2, Max: 40, Initial: 4}} }
+	s, _ := newStoreScheduler(t, cfg(), FileCostStore(path), time.Hour)
+	must(t, s.SetAdaptiveBounds(12, 12))
+	must(t, s.Close(t.Context()))
+	s, logs := newStoreScheduler(t, cfg(), FileCostStore(path), time.Hour)
+	defer s.Close(t.Context())
+	if snap := s.Snapshot(); snap.Capacity != 12 || snap.CostStore.LoadedCapacity != 12 {
+		t.Fatalf("after a restart: capacity %d, LoadedCapacity %d; want 12 and 12 (log: %s)", snap.Capacity, snap.CostStore.LoadedCapacity, logs)
+	}
+}

@@ -30,7 +30,8 @@ var (
 	ErrDeadlineTooSoon = errors.New("admission: deadline ends before the request could start")
 	// ErrBadCostFile: a FileCostStore's file is not a cost file this
 	// version can read (wrong magic, newer version, truncated, checksum
-	// mismatch, over the size bounds); the wrapping error says which.
+	// mismatch, over the size bounds), or its capacity file holds no limit;
+	// the wrapping error says which.
 	ErrBadCostFile = errors.New("admission: unusable cost file")
 	// ErrOverloaded: queue-delay shedding (AdaptiveConfig.QueueDelayTarget)
 	// refused the request at once: a standing queue has formed and the

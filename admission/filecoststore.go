@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -48,11 +50,16 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // as no estimates and no error (a first start); any other problem is an
 // error and no estimate. The store is safe for concurrent use (its Saves
 // take turns); one file should have one writer.
+//
+// It is a [CapacityStore] too: it keeps adaptive capacity's limit in a
+// second file, path+".capacity", the limit in decimal and a newline,
+// written as the estimates are. A missing file loads as none (0, nil); one
+// that does not hold a limit of at least 1 is an error naming it.
 func FileCostStore(path string) CostStore { return &fileCostStore{path: path} }
 
 type fileCostStore struct {
 	path string
-	mu   sync.Mutex // one Save at a time: they share the temporary file
+	mu   sync.Mutex // one Save or SaveCapacity at a time: they share temporary files
 	// beforeRename, if set, runs after the temporary file is written and
 	// synced; an error ends Save there, as a crash would (tests).
 	beforeRename func() error
@@ -66,7 +73,7 @@ func (f *fileCostStore) Load(ctx context.Context) ([]CostEstimate, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	data, err := readCostFile(f.path)
+	data, err := readCostFile(f.path, MaxCostFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -80,8 +87,9 @@ func (f *fileCostStore) Load(ctx context.Context) ([]CostEstimate, error) {
 	return ests, nil
 }
 
-// readCostFile reads the regular file at path, at most MaxCostFileBytes.
-func readCostFile(path string) ([]byte, error) {
+// readCostFile reads the regular file at path, of at most limit bytes.
+// (A FIFO or a device there would block the read, or never end it.)
+func readCostFile(path string, limit int) ([]byte, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("admission: FileCostStore: %w", err)
@@ -89,20 +97,20 @@ func readCostFile(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("admission: FileCostStore: %s is not a regular file (%v)", path, st.Mode().Type())
 	}
-	if st.Size() > MaxCostFileBytes {
-		return nil, fmt.Errorf("%w: %s: %d bytes, above the limit of %d", ErrBadCostFile, path, st.Size(), MaxCostFileBytes)
+	if st.Size() > int64(limit) {
+		return nil, fmt.Errorf("%w: %s: %d bytes, above the limit of %d", ErrBadCostFile, path, st.Size(), limit)
 	}
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("admission: FileCostStore: %w", err)
 	}
 	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, MaxCostFileBytes+1)) // the file may have grown since Stat
+	data, err := io.ReadAll(io.LimitReader(fh, int64(limit)+1)) // the file may have grown since Stat
 	if err != nil {
 		return nil, fmt.Errorf("admission: FileCostStore: read %s: %w", path, err)
 	}
-	if len(data) > MaxCostFileBytes {
-		return nil, fmt.Errorf("%w: %s: above the limit of %d bytes", ErrBadCostFile, path, MaxCostFileBytes)
+	if len(data) > limit {
+		return nil, fmt.Errorf("%w: %s: above the limit of %d bytes", ErrBadCostFile, path, limit)
 	}
 	return data, nil
 }
@@ -116,12 +124,18 @@ func (f *fileCostStore) Save(ctx context.Context, ests []CostEstimate) error {
 	if err != nil {
 		return fmt.Errorf("admission: FileCostStore: %s: %w", f.path, err)
 	}
+	return f.replace(ctx, f.path, data)
+}
+
+// replace makes data the content of the file at path: it writes
+// path+".tmp", syncs it, renames it over path and syncs the directory.
+func (f *fileCostStore) replace(ctx context.Context, path string, data []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tmp := f.path + ".tmp"
+	tmp := path + ".tmp"
 	if err := writeSynced(tmp, data); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("admission: FileCostStore: %w", err)
@@ -135,14 +149,68 @@ func (f *fileCostStore) Save(ctx context.Context, ests []CostEstimate) error {
 		os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, f.path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("admission: FileCostStore: %w", err)
 	}
-	if err := syncDir(filepath.Dir(f.path)); err != nil {
-		return fmt.Errorf("admission: FileCostStore: %s is written but its directory was not synced: %w", f.path, err)
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("admission: FileCostStore: %s is written but its directory was not synced: %w", path, err)
 	}
 	return nil
+}
+
+// maxCapacityFileBytes bounds the capacity file: a limit of up to 19
+// digits and a newline.
+const maxCapacityFileBytes = 20
+
+// LoadCapacity implements CapacityStore.
+func (f *fileCostStore) LoadCapacity(ctx context.Context) (int, error) {
+	if f.path == "" {
+		return 0, errors.New("admission: FileCostStore: empty path")
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	path := f.path + ".capacity"
+	data, err := readCostFile(path, maxCapacityFileBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, ok := decodeCapacity(data)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s: want a limit of at least 1 in decimal and a newline, got %q", ErrBadCostFile, path, data)
+	}
+	return n, nil
+}
+
+// decodeCapacity reads a capacity file: a limit of at least 1 in decimal
+// digits and a newline, and nothing else.
+func decodeCapacity(data []byte) (int, bool) {
+	digits, ok := strings.CutSuffix(string(data), "\n")
+	if !ok || len(data) > maxCapacityFileBytes || digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil && n >= 1
+}
+
+// encodeCapacity lays out limit as a capacity file.
+func encodeCapacity(limit int) []byte {
+	return append(strconv.AppendInt(nil, int64(limit), 10), '\n')
+}
+
+// SaveCapacity implements CapacityStore.
+func (f *fileCostStore) SaveCapacity(ctx context.Context, limit int) error {
+	if f.path == "" {
+		return errors.New("admission: FileCostStore: empty path")
+	}
+	if limit < 1 {
+		return fmt.Errorf("admission: FileCostStore: SaveCapacity(%d): want a limit of at least 1", limit)
+	}
+	return f.replace(ctx, f.path+".capacity", encodeCapacity(limit))
 }
 
 // writeSynced writes data to the file at path, replacing it, and syncs it.

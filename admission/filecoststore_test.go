@@ -310,3 +310,80 @@ func FuzzCostFile(f *testing.F) {
 		check(sealCostFile(append(header, data...)))
 	})
 }
+
+// TestFileCostStoreCapacity: the limit round-trips through path+".capacity";
+// a missing file is none; a file that holds anything but a limit of at
+// least 1 in decimal and a newline is refused, naming the file; and
+// SaveCapacity refuses a limit under 1.
+func TestFileCostStoreCapacity(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "costs")
+	st := FileCostStore(path).(CapacityStore)
+	if n, err := st.LoadCapacity(t.Context()); n != 0 || err != nil {
+		t.Fatalf("LoadCapacity of a missing file = %d, %v; want 0, nil", n, err)
+	}
+	must(t, st.SaveCapacity(t.Context(), 18))
+	if n, err := st.LoadCapacity(t.Context()); n != 18 || err != nil {
+		t.Fatalf("LoadCapacity after SaveCapacity(18) = %d, %v", n, err)
+	}
+	if data, err := os.ReadFile(path + ".capacity"); err != nil || string(data) != "18\n" {
+		t.Fatalf("capacity file holds %q, %v; want \"18\\n\"", data, err)
+	}
+	if _, err := os.Stat(path + ".capacity.tmp"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the temporary file is left after a successful SaveCapacity: %v", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("SaveCapacity wrote the estimates' file: %v", err)
+	}
+	for _, bad := range []string{"", "\n", "0\n", "-3\n", "+5\n", "18", "18\n\n", " 18\n", "eighteen\n", "1e3\n",
+		"99999999999999999999\n", strings.Repeat("1", 1<<20) + "\n"} {
+		must(t, os.WriteFile(path+".capacity", []byte(bad), 0o600))
+		n, err := st.LoadCapacity(t.Context())
+		if n != 0 || !errors.Is(err, ErrBadCostFile) || !strings.Contains(err.Error(), path+".capacity") {
+			t.Fatalf("LoadCapacity of %.30q = %d, %v; want 0 and ErrBadCostFile naming the file", bad, n, err)
+		}
+	}
+	for _, limit := range []int{0, -1} {
+		if err := st.SaveCapacity(t.Context(), limit); err == nil || !strings.Contains(err.Error(), "at least 1") {
+			t.Fatalf("SaveCapacity(%d) = %v, want an error", limit, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := st.LoadCapacity(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("LoadCapacity with a cancelled context = %v", err)
+	}
+	if err := st.SaveCapacity(ctx, 5); !errors.Is(err, context.Canceled) {
+		t.Fatalf("SaveCapacity with a cancelled context = %v", err)
+	}
+	empty := FileCostStore("").(CapacityStore)
+	if _, err := empty.LoadCapacity(t.Context()); err == nil {
+		t.Fatal("LoadCapacity with an empty path: no error")
+	}
+	if err := empty.SaveCapacity(t.Context(), 5); err == nil {
+		t.Fatal("SaveCapacity with an empty path: no error")
+	}
+}
+
+// FuzzCapacityFile: decodeCapacity accepts exactly a limit of 1 to
+// MaxInt64 in decimal digits (leading zeros allowed) and a newline, in at
+// most 20 bytes, and what it accepts encodes back to the same limit.
+func FuzzCapacityFile(f *testing.F) {
+	for _, seed := range []string{"18\n", "0\n", "007\n", "+5\n", "-1\n", "18", "", "\n", "99999999999999999999\n", "1 \n"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, ok := decodeCapacity(data)
+		body, nl := strings.CutSuffix(string(data), "\n")
+		digits := body != "" && strings.IndexFunc(body, func(r rune) bool { return r < '0' || r > '9' }) < 0
+		v, err := strconv.ParseUint(body, 10, 63)
+		want := nl && digits && len(data) <= 20 && err == nil && v >= 1
+		if ok != want || ok && uint64(n) != v {
+			t.Fatalf("decodeCapacity(%q) = %d, %v; want %v (%d)", data, n, ok, want, v)
+		}
+		if ok {
+			if back, ok := decodeCapacity(encodeCapacity(n)); !ok || back != n {
+				t.Fatalf("round trip of %d: %d, %v", n, back, ok)
+			}
+		}
+	})
+}

@@ -19,3 +19,13 @@ func TestFileCostStoreFIFO(t *testing.T) {
 		t.Fatalf("Load of a FIFO = %v, %v; want an error", got, err)
 	}
 }
+
+// TestFileCostStoreCapacityFIFO: the same for the capacity file.
+func TestFileCostStoreCapacityFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "costs")
+	must(t, syscall.Mkfifo(path+".capacity", 0o600))
+	n, err := FileCostStore(path).(CapacityStore).LoadCapacity(t.Context())
+	if err == nil || n != 0 || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("LoadCapacity of a FIFO = %d, %v; want an error", n, err)
+	}
+}
