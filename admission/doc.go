@@ -302,7 +302,8 @@
 // lowers it); a route without job IDs has one reference per type, a
 // raw-latency signal for that type. References live with the cost
 // estimates and expire with them (CostTTL); a cost store does not save
-// them, so after a restart each (type, job ID) takes its reference again.
+// them, so after a restart each (type, job ID) takes its reference again
+// (a CapacityStore saves the limit: "Warm restarts").
 //
 // Control law (adaptive.go, stepLocked), gradient-style as Gradient2, at
 // each sample:
@@ -588,11 +589,13 @@
 //   - Initial is where a new process starts, Config.Capacity if set, else
 //     Min. References are not saved (see the signal above), so after a
 //     restart the limit moves only once completions have taken some again:
-//     the last steady value of fairseat.seats.limit is a good Initial. Do
-//     not start far above the capacity you expect: on a server that shares
-//     itself among its jobs, the limit takes seconds to come down from
-//     there, and where seat times vary as well it may not ("A server that
-//     shares itself", above).
+//     start it where the last process had settled. A [CapacityStore]
+//     ([FileCostStore] is one) does that by itself ("Warm restarts");
+//     without one, the last steady value of fairseat.seats.limit is a good
+//     Initial. Do not start far above the capacity you expect: on a server
+//     that shares itself among its jobs, the limit takes seconds to come
+//     down from there, and where seat times vary as well it may not ("A
+//     server that shares itself", above).
 //   - Snapshot's Adaptive (the debug page's "Adaptive capacity" line) says
 //     what the controller reads. Inflation near Baseline (near 1 when
 //     Baseline is under 1: lawBase) is a server that keeps up. Weak much
@@ -722,6 +725,28 @@
 //     (Counters.CostSaveFailures); the store keeps what it had. If Close's
 //     context has ended by the time of its save (the drain used it up),
 //     that save fails and the previous one stands.
+//   - The adaptive limit (Config.Adaptive), if the store is a
+//     [CapacityStore] too, as FileCostStore is: New loads it just after
+//     the estimates and starts the limit there, within the bounds, instead
+//     of at AdaptiveConfig.Initial; each save hands the store the limit in
+//     seats (the one a running probe has halved). A restarted server's
+//     controller otherwise starts at Initial (by default Min) and with no
+//     references: it climbs only as completions take some again, exactly
+//     while a deploy's clients reconnect. On the simulated server of
+//     adaptive_sim_test.go (C = 16, a flood), the first 5 s after a
+//     restart from Min did a median of 15.8 seats of work with the saved
+//     limit against 5.7 without, and where seat times vary (a log-normal
+//     spread of 0.5) 15.6 against 2.8 (TestAdaptiveRestart). Where the jobs
+//     had got twice as dear across the restart, 16.3 against 1.9; where
+//     the server had lost half its capacity (C = 8), the limit starts at
+//     2.25·C and is within 25 % of C after about 5 s (10 s on a server that
+//     shares itself among its jobs), with 7.95 seats of work in the first
+//     5 s against 3.9 (benchmarks/ADMISSION.md, session 38). The
+//     references themselves are not saved: saved, they doubled the first
+//     seconds' work from Min too, but when the jobs had got dearer they
+//     read as congestion, and the limit dipped for seconds until probes
+//     took them again. Beside the saved limit they added under 1 % to the
+//     first 5 s's work, and cost 14 % of it where the jobs had got dearer.
 //
 // [FileCostStore] keeps the estimates in one file (filecoststore.go),
 // version 1, all integers big-endian:
@@ -749,7 +774,10 @@
 // the path and syncs the directory: a crash leaves the previous file or
 // the new one, and the temporary file it may leave is ignored by Load and
 // overwritten by the next Save. A missing file is a first start: no
-// estimate, no error.
+// estimate, no error. The adaptive limit is in a second file,
+// path+".capacity": the limit in decimal and a newline, written the same
+// way; a missing one is no limit, and one that holds anything else makes
+// LoadCapacity fail with ErrBadCostFile (and New start at Initial).
 //
 // # Observability
 //
