@@ -44,13 +44,12 @@ type CostStore interface {
 //
 // LoadCapacity returns the last limit saved, or 0 and a nil error if none
 // was (a first start). New then starts the limit there, within [Min, Max]
-// (the bounds may have changed since), instead of at
-// AdaptiveConfig.Initial: a restarted server takes up its work where the
-// last process had settled, not at Min (the package doc, "Warm restarts",
-// says what that was measured to save). SaveCapacity is given the limit in
-// seats (the one a running probe has halved, if one is). A failure of
-// either is one of the store's (Counters.CostLoadFailures,
-// CostSaveFailures).
+// (the bounds may have changed since), instead of at AdaptiveConfig.Initial:
+// a restarted server takes up its work where the last process had settled,
+// not at Min (the package doc, "Warm restarts", says what that was measured
+// to save). SaveCapacity is given the limit in seats, as it was before a
+// running probe halved it. A failure of either is one of the store's
+// (Counters.CostLoadFailures, CostSaveFailures).
 type CapacityStore interface {
 	CostStore
 	LoadCapacity(ctx context.Context) (int, error)

@@ -725,28 +725,28 @@
 //     (Counters.CostSaveFailures); the store keeps what it had. If Close's
 //     context has ended by the time of its save (the drain used it up),
 //     that save fails and the previous one stands.
-//   - The adaptive limit (Config.Adaptive), if the store is a
-//     [CapacityStore] too, as FileCostStore is: New loads it just after
-//     the estimates and starts the limit there, within the bounds, instead
-//     of at AdaptiveConfig.Initial; each save hands the store the limit in
-//     seats (the one a running probe has halved). A restarted server's
+//   - The adaptive limit (Config.Adaptive), if the store is a [CapacityStore]
+//     too, as FileCostStore is: New loads it just after the estimates and
+//     starts the limit there, within the bounds, instead of at
+//     AdaptiveConfig.Initial; each save hands the store the limit in seats
+//     (as it was before a running probe halved it). A restarted server's
 //     controller otherwise starts at Initial (by default Min) and with no
 //     references: it climbs only as completions take some again, exactly
 //     while a deploy's clients reconnect. On the simulated server of
-//     adaptive_sim_test.go (C = 16, a flood), the first 5 s after a
-//     restart from Min did a median of 15.8 seats of work with the saved
-//     limit against 5.7 without, and where seat times vary (a log-normal
-//     spread of 0.5) 15.6 against 2.8 (TestAdaptiveRestart). Where the jobs
-//     had got twice as dear across the restart, 16.3 against 1.9; where
-//     the server had lost half its capacity (C = 8), the limit starts at
-//     2.25·C and is within 25 % of C after about 5 s (10 s on a server that
-//     shares itself among its jobs), with 7.95 seats of work in the first
-//     5 s against 3.9 (benchmarks/ADMISSION.md, session 38). The
-//     references themselves are not saved: saved, they doubled the first
-//     seconds' work from Min too, but when the jobs had got dearer they
-//     read as congestion, and the limit dipped for seconds until probes
-//     took them again. Beside the saved limit they added under 1 % to the
-//     first 5 s's work, and cost 14 % of it where the jobs had got dearer.
+//     adaptive_sim_test.go (C = 16, a flood), the first 5 s after a restart
+//     from Min did a median of 15.8 seats of work with the saved limit
+//     against 5.7 without, and where seat times vary (a log-normal spread of
+//     0.5) 15.6 against 2.8 (TestAdaptiveRestart). Where the jobs had got
+//     twice as dear across the restart, 16.3 against 1.9; where the server
+//     had lost half its capacity (C = 8), the limit starts at 2.25·C and is
+//     within 25 % of C after about 5 s (10 s on a server that shares itself
+//     among its jobs), with 7.95 seats of work in the first 5 s against 3.9
+//     (benchmarks/ADMISSION.md, session 38). The references themselves are
+//     not saved: saved, they raised the first 5 s's work from Min too (11.9
+//     seats against 7.1), but when the jobs had got dearer they read as
+//     congestion, and the limit dipped for seconds until probes took them
+//     again. Beside the saved limit they added under 1 % to the first 5 s's
+//     work, and cost 14 % of it where the jobs had got dearer.
 //
 // [FileCostStore] keeps the estimates in one file (filecoststore.go),
 // version 1, all integers big-endian:
