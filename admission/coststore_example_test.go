@@ -46,3 +46,39 @@ func ExampleWithCostStore() {
 	// estimates saved: 2
 	// learned clone costs: 2
 }
+
+// With adaptive capacity, a FileCostStore keeps the limit as well: the
+// next process starts where the last one was, not at Initial. (Here the
+// limit is pinned by SetAdaptiveBounds, as an operator would in an
+// incident; a controller that settled saves where it settled.)
+func ExampleCapacityStore() {
+	dir, err := os.MkdirTemp("", "fairseat-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	store := admission.FileCostStore(filepath.Join(dir, "costs"))
+	cfg := func() admission.Config {
+		return admission.Config{Adaptive: &admission.AdaptiveConfig{Min: 2, Max: 64, Initial: 4}}
+	}
+	ctx := context.Background()
+
+	s, err := admission.New(cfg(), admission.WithCostStore(store, time.Minute))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("first start:", s.Snapshot().Capacity, "seats")
+	_ = s.SetAdaptiveBounds(24, 24)
+	_ = s.Close(ctx) // saves the limit with the estimates
+
+	s, err = admission.New(cfg(), admission.WithCostStore(store, time.Minute))
+	if err != nil {
+		panic(err)
+	}
+	snap := s.Snapshot()
+	fmt.Println("after a restart:", snap.Capacity, "seats, loaded", snap.CostStore.LoadedCapacity)
+	_ = s.Close(ctx)
+	// Output:
+	// first start: 4 seats
+	// after a restart: 24 seats, loaded 24
+}
