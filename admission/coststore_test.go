@@ -3,10 +3,13 @@ package admission
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -713,5 +716,22 @@ func TestCostStoreCapacityFile(t *testing.T) {
 	defer s.Close(t.Context())
 	if snap := s.Snapshot(); snap.Capacity != 12 || snap.CostStore.LoadedCapacity != 12 {
 		t.Fatalf("after a restart: capacity %d, LoadedCapacity %d; want 12 and 12 (log: %s)", snap.Capacity, snap.CostStore.LoadedCapacity, logs)
+	}
+	// The debug page says so, in its HTML and its JSON.
+	page := func(format string) []byte {
+		rec := httptest.NewRecorder()
+		DebugHandler(s).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug?format="+format, nil))
+		return rec.Body.Bytes()
+	}
+	if html, want := page("html"), "Started at 12 seats, the limit loaded from the cost store."; !bytes.Contains(html, []byte(want)) {
+		t.Errorf("debug page lacks %q:\n%s", want, html)
+	}
+	var view struct {
+		Adaptive struct {
+			Loaded int `json:"loaded_capacity"`
+		} `json:"adaptive"`
+	}
+	if err := json.Unmarshal(page("json"), &view); err != nil || view.Adaptive.Loaded != 12 {
+		t.Errorf("debug JSON: adaptive.loaded_capacity %d, %v; want 12", view.Adaptive.Loaded, err)
 	}
 }

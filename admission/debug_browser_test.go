@@ -125,3 +125,34 @@ func TestDebugPageInBrowser(t *testing.T) {
 		t.Logf("screenshot saved to %s", path)
 	}
 }
+
+// TestDebugPageAdaptiveInBrowser: the adaptive capacity line, as the
+// page's script renders it from the JSON, says where a restored limit
+// came from.
+func TestDebugPageAdaptiveInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	chromium := chromiumPath(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s, err := New(Config{Adaptive: &AdaptiveConfig{Min: 2, Max: 64, Initial: 4}}, WithCostStore(&capStore{limit: 24}, time.Hour))
+	must(t, err)
+	defer s.Close(context.Background())
+	srv := httptest.NewServer(DebugHandler(s))
+	defer srv.Close()
+	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--no-first-run", "--user-data-dir="+t.TempDir(), "--virtual-time-budget=3000", "--dump-dom", srv.URL+"/debug/admission")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v; stderr:\n%s", err, stderr.String())
+	}
+	dom := string(out)
+	for _, want := range []string{`data-state="live"`, "Adaptive capacity: limit 24.0 in [2, 64]", "Started at 24 seats, the limit loaded from the cost store."} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("rendered page lacks %q:\n%s", want, dom)
+		}
+	}
+}
