@@ -70,7 +70,8 @@ const (
 // estimates of store before it returns (so before the first admission),
 // and the scheduler saves them to store every interval (0 =
 // [DefaultCostSaveInterval]; negative is an invalid config) and once more
-// at Close. A nil store means no store.
+// at Close. A nil store means no store. With Config.Adaptive set, a store
+// that is a [CapacityStore] (as FileCostStore is) keeps the limit too.
 //
 // A store that fails never stops the scheduler: a failed Load leaves it
 // cold (every job charged its type's DefaultCost until observed), a failed
