@@ -174,53 +174,86 @@ func (c Config) validate() (Config, error) {
 		limits[p] = n
 	}
 	c.TierLimits = limits // New keeps copies: later changes to the caller's maps have no effect
-	if a := c.Aging; a != nil {
-		switch {
-		case a.Interval <= 0:
-			return c, fmt.Errorf("%w: Aging.Interval must be > 0, got %v", ErrInvalidConfig, a.Interval)
-		case a.Grace < 0:
-			return c, fmt.Errorf("%w: Aging.Grace must be >= 0, got %v", ErrInvalidConfig, a.Grace)
-		case a.Step < 0:
-			return c, fmt.Errorf("%w: Aging.Step must be >= 0, got %d", ErrInvalidConfig, a.Step)
-		case a.Max < 0:
-			return c, fmt.Errorf("%w: Aging.Max must be >= 0, got %d", ErrInvalidConfig, a.Max)
-		case a.Urgent < 0:
-			return c, fmt.Errorf("%w: Aging.Urgent must be >= 0, got %d", ErrInvalidConfig, a.Urgent)
+	var err error
+	if c.Aging != nil {
+		if c.Aging, err = c.Aging.validate(); err != nil {
+			return c, err
 		}
-		ac := *a
-		if ac.Step == 0 {
-			ac.Step = 1
-		}
-		c.Aging = &ac
 	}
 	if err := c.DefaultKey.validate("DefaultKey", minCapacity); err != nil {
 		return c, err
 	}
-	minSum := 0
-	keys := make(map[string]KeyPolicy, len(c.Keys))
-	for k, p := range c.Keys {
-		if err := p.validate(fmt.Sprintf("Keys[%q]", k), minCapacity); err != nil {
+	if c.Keys, err = validateKeys(c.Keys, minCapacity); err != nil {
+		return c, err
+	}
+	if err := c.validateBounds(); err != nil {
+		return c, err
+	}
+	if c.Pressure != nil {
+		if c.Pressure, err = c.Pressure.validate(); err != nil {
 			return c, err
 		}
+	}
+	return c, nil
+}
+
+// validate returns a copy of a with Step's default applied, or an error
+// naming the bad field.
+func (a *AgingConfig) validate() (*AgingConfig, error) {
+	switch {
+	case a.Interval <= 0:
+		return nil, fmt.Errorf("%w: Aging.Interval must be > 0, got %v", ErrInvalidConfig, a.Interval)
+	case a.Grace < 0:
+		return nil, fmt.Errorf("%w: Aging.Grace must be >= 0, got %v", ErrInvalidConfig, a.Grace)
+	case a.Step < 0:
+		return nil, fmt.Errorf("%w: Aging.Step must be >= 0, got %d", ErrInvalidConfig, a.Step)
+	case a.Max < 0:
+		return nil, fmt.Errorf("%w: Aging.Max must be >= 0, got %d", ErrInvalidConfig, a.Max)
+	case a.Urgent < 0:
+		return nil, fmt.Errorf("%w: Aging.Urgent must be >= 0, got %d", ErrInvalidConfig, a.Urgent)
+	}
+	c := *a
+	if c.Step == 0 {
+		c.Step = 1
+	}
+	return &c, nil
+}
+
+// validateKeys returns a copy of the configured keys' policies, by folded
+// name, or an error naming the bad one; their MinSeats must fit in
+// minCapacity together.
+func validateKeys(keys map[string]KeyPolicy, minCapacity int) (map[string]KeyPolicy, error) {
+	minSum := 0
+	out := make(map[string]KeyPolicy, len(keys))
+	for k, p := range keys {
+		if err := p.validate(fmt.Sprintf("Keys[%q]", k), minCapacity); err != nil {
+			return nil, err
+		}
 		minSum += p.MinSeats
-		keys[foldIdentifier(k)] = p
+		out[foldIdentifier(k)] = p
 	}
-	c.Keys = keys
 	if minSum > minCapacity {
-		return c, fmt.Errorf("%w: Keys: MinSeats sum to %d, above Capacity %d (Adaptive.Min when adaptive)", ErrInvalidConfig, minSum, minCapacity)
+		return nil, fmt.Errorf("%w: Keys: MinSeats sum to %d, above Capacity %d (Adaptive.Min when adaptive)", ErrInvalidConfig, minSum, minCapacity)
 	}
+	return out, nil
+}
+
+// validateBounds checks the bounds on the scheduler's own memory and
+// learning (MaxQueue, MaxKeys, MaxCostEntries, KeyTTL, CostTTL, CostAlpha)
+// and applies their defaults.
+func (c *Config) validateBounds() error {
 	var err error
 	if c.MaxQueue, err = positiveOr("MaxQueue", c.MaxQueue, DefaultMaxQueue); err != nil {
-		return c, err
+		return err
 	}
 	if c.MaxKeys, err = positiveOr("MaxKeys", c.MaxKeys, DefaultMaxKeys); err != nil {
-		return c, err
+		return err
 	}
 	if c.MaxCostEntries, err = positiveOr("MaxCostEntries", c.MaxCostEntries, DefaultMaxCostEntries); err != nil {
-		return c, err
+		return err
 	}
 	if c.KeyTTL < 0 || c.CostTTL < 0 {
-		return c, fmt.Errorf("%w: KeyTTL and CostTTL must be >= 0, got %v and %v", ErrInvalidConfig, c.KeyTTL, c.CostTTL)
+		return fmt.Errorf("%w: KeyTTL and CostTTL must be >= 0, got %v and %v", ErrInvalidConfig, c.KeyTTL, c.CostTTL)
 	}
 	if c.KeyTTL == 0 {
 		c.KeyTTL = DefaultKeyTTL
@@ -229,17 +262,12 @@ func (c Config) validate() (Config, error) {
 		c.CostTTL = DefaultCostTTL
 	}
 	if math.IsNaN(c.CostAlpha) || c.CostAlpha < 0 || c.CostAlpha > 1 {
-		return c, fmt.Errorf("%w: CostAlpha must be in [0, 1], got %v", ErrInvalidConfig, c.CostAlpha)
+		return fmt.Errorf("%w: CostAlpha must be in [0, 1], got %v", ErrInvalidConfig, c.CostAlpha)
 	}
 	if c.CostAlpha == 0 {
 		c.CostAlpha = DefaultCostAlpha
 	}
-	if c.Pressure != nil {
-		if c.Pressure, err = c.Pressure.validate(); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
+	return nil
 }
 
 func positiveOr(field string, v, def int) (int, error) {
