@@ -15,8 +15,8 @@ import (
 // goroutine to return (background work must honour its context).
 //
 // With [WithCostStore], Close then saves the learned costs a last time,
-// with ctx (a failed save is logged and counted, and does not change what
-// Close returns).
+// with ctx, and the adaptive limit with a [CapacityStore] (a failed save
+// is logged and counted, and does not change what Close returns).
 //
 // Close returns nil when all background work ran, and otherwise an error
 // wrapping ctx.Err() that says how much was dropped. Permits from Acquire are
@@ -37,38 +37,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 	s.closing = true
 	s.closeDone = make(chan struct{})
 	defer close(s.closeDone)
-	var wake []*job
-	for _, k := range s.activeKeysLocked() {
-		for j := k.head; j != nil; {
-			next := j.next
-			switch {
-			case j.foreground:
-				s.unqueueLocked(j, now)
-				s.counters.RejectedClosed++
-				j.err = &RejectedError{Reason: ErrClosed, Type: j.typ.name}
-				s.emitRejectedLocked(j, j.typ, j.key.name, ErrClosed, false, now)
-				wake = append(wake, j)
-			case j.frozenAt != 0:
-				// Paused background work cannot run while Close drains, and
-				// Close does not overrule an operator's pause: it is dropped.
-				s.unqueueLocked(j, now)
-				s.counters.Dropped++
-				j.err = fmt.Errorf("%w: dropped by Close: its job type or key is paused", ErrClosed)
-				wake = append(wake, j)
-			}
-			j = next
-		}
-	}
-	for j := range s.retrying {
-		// A retry not yet due is not attempted again: Close would otherwise
-		// wait out its backoff.
-		j.bg.timer.Stop()
-		delete(s.retrying, j)
-		s.counters.Submitted++ // the attempt counts as submitted, and dropped
-		s.counters.Dropped++
-		j.err = fmt.Errorf("%w: dropped by Close while waiting to retry", ErrClosed)
-		wake = append(wake, j)
-	}
+	wake := s.failWaitingLocked(now)
 	for _, t := range s.types {
 		t.pause.stop()
 	}
@@ -106,6 +75,46 @@ func (s *Scheduler) Close(ctx context.Context) error {
 	s.timers.Wait() // a timer function that began before stopped was set
 	s.stopObservability()
 	return err
+}
+
+// failWaitingLocked fails, as Close begins, what will not run while Close
+// drains: every queued foreground request, the background jobs of a paused
+// type or key, and the background jobs waiting out a retry backoff. It
+// returns their jobs, for the caller to wake once it has unlocked.
+func (s *Scheduler) failWaitingLocked(now int64) []*job {
+	var wake []*job
+	for _, k := range s.activeKeysLocked() {
+		for j := k.head; j != nil; {
+			next := j.next
+			switch {
+			case j.foreground:
+				s.unqueueLocked(j, now)
+				s.counters.RejectedClosed++
+				j.err = &RejectedError{Reason: ErrClosed, Type: j.typ.name}
+				s.emitRejectedLocked(j, j.typ, j.key.name, ErrClosed, false, now)
+				wake = append(wake, j)
+			case j.frozenAt != 0:
+				// Paused background work cannot run while Close drains, and
+				// Close does not overrule an operator's pause: it is dropped.
+				s.unqueueLocked(j, now)
+				s.counters.Dropped++
+				j.err = fmt.Errorf("%w: dropped by Close: its job type or key is paused", ErrClosed)
+				wake = append(wake, j)
+			}
+			j = next
+		}
+	}
+	for j := range s.retrying {
+		// A retry not yet due is not attempted again: Close would otherwise
+		// wait out its backoff.
+		j.bg.timer.Stop()
+		delete(s.retrying, j)
+		s.counters.Submitted++ // the attempt counts as submitted, and dropped
+		s.counters.Dropped++
+		j.err = fmt.Errorf("%w: dropped by Close while waiting to retry", ErrClosed)
+		wake = append(wake, j)
+	}
+	return wake
 }
 
 // stop drops the background jobs still queued when Close's context ends.
