@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -100,8 +101,37 @@ func (k *soak) failedLogged(typ JobType, id string, err error, retry bool) {
 }
 
 // check runs after Close, once every worker has returned.
+// soakStore is the adaptive soak's CapacityStore: it loads the limit
+// soakLoadedLimit and no estimate, keeps none, and counts the limits it
+// is given, and those outside the soak's widest bounds.
+type soakStore struct {
+	loads, saves, outside atomic.Int64
+}
+
+const soakLoadedLimit = 5
+
+func (*soakStore) Load(context.Context) ([]CostEstimate, error) { return nil, nil }
+func (*soakStore) Save(context.Context, []CostEstimate) error   { return nil }
+func (st *soakStore) LoadCapacity(context.Context) (int, error) {
+	st.loads.Add(1)
+	return soakLoadedLimit, nil
+}
+func (st *soakStore) SaveCapacity(_ context.Context, limit int) error {
+	st.saves.Add(1)
+	if limit < soakMinLow || limit > soakMaxHigh {
+		st.outside.Add(1)
+	}
+	return nil
+}
+
 func (k *soak) check() {
 	t := k.t
+	if st := k.store; st != nil {
+		if st.loads.Load() != 1 || st.saves.Load() == 0 || st.outside.Load() != 0 {
+			k.sum.Violationf(t, "cost store: %d loads of the limit (want 1), %d saves (want some), %d limits saved outside [%d, %d]",
+				st.loads.Load(), st.saves.Load(), st.outside.Load(), soakMinLow, soakMaxHigh)
+		}
+	}
 	if n, m := k.started.Load(), k.returned.Load(); n != m {
 		k.sum.Lostf(t, "%d foreground calls made, %d returned", n, m)
 	}

@@ -157,6 +157,7 @@ type soak struct {
 
 	adaptive bool          // adaptive capacity (TestSoakSchedulerAdaptive)
 	pressure atomic.Uint64 // with adaptive: the pressure source's reading, math.Float64bits
+	store    *soakStore    // with adaptive: the cost store, which keeps the limit
 
 	stop   atomic.Bool // workers finish their operation and return
 	quiet  atomic.Bool // workers other than the churners idle
@@ -205,9 +206,19 @@ func newSoak(t *testing.T, seed uint64, adaptive bool) *soak {
 		notRun: map[string]int64{}, failures: map[bool]int64{}, byKind: map[EventKind]int64{}, byReason: map[CapacityReason]int64{},
 	}
 	cfg := soakConfig(adaptive, PressureFunc(func() float64 { return math.Float64frombits(k.pressure.Load()) }))
-	s, err := New(cfg, WithLogger(slog.New(&soakLog{k: k})), WithEventHandler(k.event))
+	opts := []Option{WithLogger(slog.New(&soakLog{k: k})), WithEventHandler(k.event)}
+	if adaptive {
+		// Saves every 20 ms race the controller; the run starts at a
+		// loaded limit, not at Initial.
+		k.store = &soakStore{}
+		opts = append(opts, WithCostStore(k.store, 20*time.Millisecond))
+	}
+	s, err := New(cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if adaptive && s.Snapshot().Capacity != soakLoadedLimit {
+		t.Fatalf("soak: started at %d seats, not at the loaded limit %d", s.Snapshot().Capacity, soakLoadedLimit)
 	}
 	for _, name := range soakAllTypes {
 		if err := s.RegisterType(name, soakTypes[name]); err != nil {
@@ -221,7 +232,7 @@ func newSoak(t *testing.T, seed uint64, adaptive bool) *soak {
 		report:     func(format string, args ...any) { k.sum.Violationf(t, format, args...) },
 		diag:       func() string { return soakDiag(s.Snapshot()) },
 		live:       map[*soakRun]bool{},
-		capacity:   newLimitLog(cfg.Capacity),
+		capacity:   newLimitLog(s.Snapshot().Capacity),
 		typeLimit:  map[JobType]*limitLog{},
 		keyLimit:   map[string]*limitLog{},
 		defaultKey: cfg.DefaultKey.MaxInFlight,
