@@ -34,12 +34,7 @@ func chromiumPath(t *testing.T) string {
 // it does not run in synctest; a context bounds it. With
 // ADMISSION_DEBUG_SCREENSHOT=file.png it also saves a screenshot.
 func TestDebugPageInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
-	chromium := chromiumPath(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
+	ctx, chromium := browserTest(t)
 
 	s, err := New(Config{Capacity: 2, Keys: map[string]KeyPolicy{"tenant-a": {Weight: 2, MinSeats: 1}}})
 	must(t, err)
@@ -90,20 +85,8 @@ func TestDebugPageInBrowser(t *testing.T) {
 		must(t, s.Close(context.Background()))
 	}()
 
-	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--no-first-run", "--user-data-dir=" + t.TempDir(), "--virtual-time-budget=3000"}
 	run := func(extra ...string) []byte {
-		cmd := exec.CommandContext(ctx, chromium, append(append(args, extra...), srv.URL+"/debug/admission")...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				t.Fatalf("chromium did not finish in time; stderr:\n%s", stderr.String())
-			}
-			t.Fatalf("chromium: %v; stderr:\n%s", err, stderr.String())
-		}
-		return out
+		return runChromium(ctx, t, chromium, srv.URL+"/debug/admission", extra...)
 	}
 	dom := string(run("--dump-dom"))
 
@@ -126,30 +109,49 @@ func TestDebugPageInBrowser(t *testing.T) {
 	}
 }
 
-// TestDebugPageAdaptiveInBrowser: the adaptive capacity line, as the
-// page's script renders it from the JSON, says where a restored limit
-// came from.
-func TestDebugPageAdaptiveInBrowser(t *testing.T) {
+// browserTest skips t under -short or without a chromium, and returns a
+// context that bounds the test and the chromium binary.
+func browserTest(t *testing.T) (context.Context, string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a browser")
 	}
 	chromium := chromiumPath(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
+	return ctx, chromium
+}
+
+// runChromium runs headless chromium on url with the extra flags, and
+// returns its output; it fails t if chromium fails or ctx ends first.
+func runChromium(ctx context.Context, t *testing.T, chromium, url string, extra ...string) []byte {
+	t.Helper()
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--no-first-run", "--user-data-dir=" + t.TempDir(), "--virtual-time-budget=3000"}
+	cmd := exec.CommandContext(ctx, chromium, append(append(args, extra...), url)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Fatalf("chromium did not finish in time; stderr:\n%s", stderr.String())
+		}
+		t.Fatalf("chromium: %v; stderr:\n%s", err, stderr.String())
+	}
+	return out
+}
+
+// TestDebugPageAdaptiveInBrowser: the adaptive capacity line, as the
+// page's script renders it from the JSON, says where a restored limit
+// came from.
+func TestDebugPageAdaptiveInBrowser(t *testing.T) {
+	ctx, chromium := browserTest(t)
 	s, err := New(Config{Adaptive: &AdaptiveConfig{Min: 2, Max: 64, Initial: 4}}, WithCostStore(&capStore{limit: 24}, time.Hour))
 	must(t, err)
 	defer s.Close(context.Background())
 	srv := httptest.NewServer(DebugHandler(s))
 	defer srv.Close()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--no-first-run", "--user-data-dir="+t.TempDir(), "--virtual-time-budget=3000", "--dump-dom", srv.URL+"/debug/admission")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v; stderr:\n%s", err, stderr.String())
-	}
-	dom := string(out)
+	dom := string(runChromium(ctx, t, chromium, srv.URL+"/debug/admission", "--dump-dom"))
 	for _, want := range []string{`data-state="live"`, "Adaptive capacity: limit 24.0 in [2, 64]", "Started at 24 seats, the limit loaded from the cost store."} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("rendered page lacks %q:\n%s", want, dom)
