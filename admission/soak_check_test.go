@@ -100,7 +100,6 @@ func (k *soak) failedLogged(typ JobType, id string, err error, retry bool) {
 	}
 }
 
-// check runs after Close, once every worker has returned.
 // soakStore is the adaptive soak's CapacityStore: it loads the limit
 // soakLoadedLimit and no estimate, keeps none, and counts the limits it
 // is given, and those outside the soak's widest bounds.
@@ -124,6 +123,7 @@ func (st *soakStore) SaveCapacity(_ context.Context, limit int) error {
 	return nil
 }
 
+// check runs after Close, once every worker has returned.
 func (k *soak) check() {
 	t := k.t
 	if st := k.store; st != nil {
