@@ -39,8 +39,9 @@ type CostStore interface {
 // A CapacityStore is a [CostStore] that also keeps adaptive capacity's
 // limit across restarts; [FileCostStore] is one. With Config.Adaptive set,
 // New calls LoadCapacity just after Load, and each save calls SaveCapacity
-// just after Save, with the same context, never two calls at once; a
-// scheduler of fixed capacity calls neither.
+// just after Save, with the same context, which both must honour as Load
+// and Save do, and never two calls at once; a scheduler of fixed capacity
+// calls neither.
 //
 // LoadCapacity returns the last limit saved, or 0 and a nil error if none
 // was (a first start). New then starts the limit there, within [Min, Max]
