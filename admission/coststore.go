@@ -414,13 +414,13 @@ func saveCosts(ctx context.Context, store CostStore, ests []CostEstimate, limit 
 // if the capacity is fixed.
 func (s *Scheduler) savedLimitLocked() int {
 	a := s.adaptive
-	switch {
-	case a == nil:
+	if a == nil {
 		return 0
-	case a.probing:
+	}
+	if a.probing {
 		return a.seatsOf(a.saved)
 	}
-	return s.cfg.Capacity
+	return a.seatsOf(a.limit)
 }
 
 // savedLocked records the outcome of a save of n estimates that ran from

@@ -729,7 +729,10 @@
 //     too, as FileCostStore is: New loads it just after the estimates and
 //     starts the limit there, within the bounds, instead of at
 //     AdaptiveConfig.Initial; each save hands the store the limit in seats
-//     (as it was before a running probe halved it). A restarted server's
+//     (as it was before a running probe halved it). The loaded limit is
+//     where the limit starts, not a change of it: no EventCapacityChanged
+//     or History entry; Snapshot's CostStore.LoadedCapacity and the debug
+//     page say it. A restarted server's
 //     controller otherwise starts at Initial (by default Min) and with no
 //     references: it climbs only as completions take some again, exactly
 //     while a deploy's clients reconnect. On the simulated server of

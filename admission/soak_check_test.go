@@ -102,7 +102,9 @@ func (k *soak) failedLogged(typ JobType, id string, err error, retry bool) {
 
 // soakStore is the adaptive soak's CapacityStore: it loads the limit
 // soakLoadedLimit and no estimate, keeps none, and counts the limits it
-// is given, and those outside the soak's widest bounds.
+// is given, and those outside the soak's widest bounds. (Not the unit
+// tests' capStore, which keeps every limit saved: a soak of hours saves
+// hundreds of thousands, and its heap is checked.)
 type soakStore struct {
 	loads, saves, outside atomic.Int64
 }
