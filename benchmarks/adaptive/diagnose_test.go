@@ -65,7 +65,7 @@ func timeline(b *strings.Builder, sc Scenario, r Result) {
 	window := (sc.Duration - sc.Warmup).Seconds()
 	var opening, closing, capacity float64 // seat-seconds
 	for i := from; i < len(r.ticks); i++ {
-		capacity += float64(r.ticks[i].c) * lossTick.Seconds()
+		capacity += float64(r.ticks[i].c) * span(r.ticks, i)
 	}
 	for _, j := range r.jobs {
 		// A job's mean speed: on a shared server it varied while it ran,
@@ -85,7 +85,7 @@ func timeline(b *strings.Builder, sc Scenario, r Result) {
 		lo, hi := math.MaxInt, 0
 		for i := s; i < min(s+perSecond, len(r.ticks)); i++ {
 			t := r.ticks[i]
-			l.add(t, (float64(t.c)-rate[i])*lossTick.Seconds()/capacity)
+			l.add(t, (float64(t.c)-rate[i])*span(r.ticks, i)/capacity)
 			lo, hi = min(lo, t.limit), max(hi, t.limit)
 		}
 		if math.Abs(l.Probing)+math.Abs(l.Below)+math.Abs(l.Other) > 0.00005 {

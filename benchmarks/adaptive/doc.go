@@ -24,4 +24,12 @@
 // of jobs (Scenario.Draw); with -report it writes ADAPTIVE.md and
 // adaptive.svg (in benchmarks/: go test ./adaptive -run '^TestReport$'
 // -report=..).
+//
+// TestWallClock asks whether the report's figures hold where the clock is
+// real. With -wallclock it runs the limiters outside synctest, in real
+// time: on the simulated servers, and on this machine's CPU (the CPU
+// scenario, cpuServer: jobs burn the cores, whose number is the true
+// capacity, and half of them are taken away for the middle third). Its
+// figures depend on the machine and what else runs on it; it is not part
+// of the report.
 package adaptive

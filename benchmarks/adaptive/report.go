@@ -17,6 +17,7 @@ type Outcome struct {
 	Results    []Result
 	GoodputMin []float64
 	GoodputMax []float64
+	runs       int // of each entry
 }
 
 // Rounds is how many times a report runs each limiter in each scenario,
@@ -60,6 +61,7 @@ func (o *Outcome) Add(rounds []Result) {
 	for _, x := range rounds {
 		lo, hi = min(lo, x.Goodput), max(hi, x.Goodput)
 	}
+	o.runs = len(rounds)
 	o.Results = append(o.Results, r)
 	o.GoodputMin, o.GoodputMax = append(o.GoodputMin, lo), append(o.GoodputMax, hi)
 }
@@ -182,8 +184,13 @@ func (o Outcome) Markdown() string {
 	sc := o.Scenario
 	fmt.Fprintf(&b, "## %s\n\n", sc.Name)
 	fmt.Fprintf(&b, "True capacity C = %d seats", sc.C)
+	slow := "a slow disk"
+	if sc.CPU {
+		b.WriteString(", the cores of this machine's CPU that the run used")
+		slow = "half the cores"
+	}
 	if sc.SlowTo > 0 {
-		fmt.Fprintf(&b, ", %d from %v to %v (a slow disk)", sc.CapacityAt(sc.SlowFrom), sc.SlowFrom, sc.SlowTo)
+		fmt.Fprintf(&b, ", %d from %v to %v (%s)", sc.CapacityAt(sc.SlowFrom), sc.SlowFrom, sc.SlowTo, slow)
 	}
 	fmt.Fprintf(&b, "; %v, measured after %v; a flood of %d loops and a light client (one loop, %v between requests)",
 		sc.Duration, sc.Warmup, sc.Flood, sc.LightThink)
@@ -194,7 +201,11 @@ func (o Outcome) Markdown() string {
 		fmt.Fprintf(&b, "; past C the server thrashes by a factor %.2g: the jobs running do C / (1 + %.2g·(running/C − 1)) seats of work in all", sc.Thrash, sc.Thrash)
 	}
 	b.WriteString(".\n\n")
-	fmt.Fprintf(&b, "Medians of %d runs, each with its own draw of jobs; the goodput's range over them beside it.\n\n", Rounds)
+	if o.runs == 1 {
+		b.WriteString("One run, with one draw of jobs.\n\n")
+	} else {
+		fmt.Fprintf(&b, "Medians of %d runs, each with its own draw of jobs; the goodput's range over them beside it.\n\n", o.runs)
+	}
 	b.WriteString("| limiter | goodput (seats) | range | of C | p50 latency | p99 latency | light client's p99 wait | mean limit | refused |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, r := range o.Results {

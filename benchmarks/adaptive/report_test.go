@@ -67,18 +67,18 @@ func TestLost(t *testing.T) {
 	// speed from 0 and one of 15ms at half speed from 5 to 35ms would do);
 	// lost: 0.75, 0.5, 1.5, 1.75 of 8 seat-ticks.
 	ticks := []lossSample{
-		{c: 2, limit: 1, probing: true, work: us(12500)}, // [0, 10ms)
-		{c: 2, limit: 1, work: us(27500)},                // [10, 20ms): below C
-		{c: 2, limit: 2, work: us(32500)},                // [20, 30ms)
-		{c: 2, limit: 2, work: ms(35)},                   // [30, 40ms)
+		{at: ms(10), c: 2, limit: 1, probing: true, work: us(12500)}, // [0, 10ms)
+		{at: ms(20), c: 2, limit: 1, work: us(27500)},                // [10, 20ms): below C
+		{at: ms(30), c: 2, limit: 2, work: us(32500)},                // [20, 30ms)
+		{at: ms(40), c: 2, limit: 2, work: ms(35)},                   // [30, 40ms)
 	}
 	want := Loss{Probing: 0.75 / 8, Below: 0.5 / 8, Other: 3.25 / 8}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 	rate := rates(ticks)
-	if got := done(rate, 0); !near(got, 3.5*ms(10).Seconds()) {
+	if got := done(ticks, rate, 0); !near(got, 3.5*ms(10).Seconds()) {
 		t.Errorf("done: %v base seconds, want %v", got, 3.5*ms(10).Seconds())
 	}
-	if got := done(rate, 2); !near(got, 0.75*ms(10).Seconds()) {
+	if got := done(ticks, rate, 2); !near(got, 0.75*ms(10).Seconds()) {
 		t.Errorf("done from the third tick: %v base seconds, want %v", got, 0.75*ms(10).Seconds())
 	}
 	if got := lost(ticks, rate, 0); !near(got.Probing, want.Probing) || !near(got.Below, want.Below) || !near(got.Other, want.Other) {
@@ -86,5 +86,22 @@ func TestLost(t *testing.T) {
 	}
 	if got := lost(ticks, rate, 2); math.Abs(got.Total()-3.25/4) > 1e-12 || got.Probing != 0 || got.Below != 0 {
 		t.Errorf("lost from the third tick: %+v, want all %v otherwise", got, 3.25/4)
+	}
+
+	// In real time a tick may last longer than lossTick, and its work and
+	// its capacity count for as long as it lasted: 1.25 seats for 10 ms
+	// (0.75 lost), 1 for 20 ms below C (1 lost for 20 ms), 0.5 for 10 ms
+	// (1.5 lost), of 2 seats for 40 ms.
+	late := []lossSample{
+		{at: ms(10), c: 2, limit: 2, work: us(12500)},
+		{at: ms(30), c: 2, limit: 1, work: us(32500)},
+		{at: ms(40), c: 2, limit: 2, work: us(37500)},
+	}
+	rate = rates(late)
+	if got := done(late, rate, 0); !near(got, ms(37).Seconds()+us(500).Seconds()) {
+		t.Errorf("done, a late tick: %v base seconds, want 0.0375", got)
+	}
+	if got, want := lost(late, rate, 0), (Loss{Below: 20.0 / 80, Other: 22.5 / 80}); !near(got.Below, want.Below) || !near(got.Other, want.Other) || got.Probing != 0 {
+		t.Errorf("lost, a late tick: %+v, want %+v", got, want)
 	}
 }

@@ -39,6 +39,10 @@ type Scenario struct {
 	// (simserver.NewShared): a job slows down as soon as others join it,
 	// not only when it starts under load.
 	Shared bool
+	// CPU runs on this machine's CPU (cpuServer), not a simulated server:
+	// C is the cores the run uses (GOMAXPROCS), and the run takes real
+	// time, outside testing/synctest. Thrash and Shared do not apply.
+	CPU bool
 }
 
 // CapacityAt is the true capacity at el into the run.
@@ -113,6 +117,15 @@ func SharedSlowDisk(d time.Duration) Scenario {
 func NoisySharedSlowDisk(d time.Duration) Scenario {
 	sc := SharedSlowDisk(d)
 	sc.Name, sc.Noise = "noisy shared slow disk", 0.5
+	return sc
+}
+
+// CPU is SlowDisk on this machine's CPU (Scenario.CPU), with a true
+// capacity of cores (GOMAXPROCS), half of them in the middle third, and a
+// flood of six loops a core. It takes d of real time.
+func CPU(d time.Duration, cores int) Scenario {
+	sc := SlowDisk(d)
+	sc.Name, sc.C, sc.Flood, sc.CPU = "CPU", cores, 6*cores, true
 	return sc
 }
 
@@ -192,15 +205,33 @@ type served struct {
 	start, seat, base time.Duration
 }
 
-// Run plays sc against l and closes l. It must run inside a
-// testing/synctest bubble (every goroutine it starts has returned when it
-// does).
-func Run(sc Scenario, name string, l Limiter) (Result, error) {
+// server is what Run serves its jobs on: a simserver.Server, or a
+// cpuServer.
+type server interface {
+	Serve(base time.Duration) time.Duration
+	Capacity() int
+	SetCapacity(c int)
+	Work() time.Duration
+}
+
+// newServer returns sc's server.
+func (sc Scenario) newServer() server {
+	if sc.CPU {
+		return newCPUServer(sc.C)
+	}
 	v := simserver.New(sc.C)
 	if sc.Shared {
 		v = simserver.NewShared(sc.C)
 	}
 	v.SetThrash(sc.Thrash)
+	return v
+}
+
+// Run plays sc against l and closes l. It must run inside a
+// testing/synctest bubble (every goroutine it starts has returned when it
+// does), but for a CPU scenario, which takes real time and must not.
+func Run(sc Scenario, name string, l Limiter) (Result, error) {
+	v := sc.newServer()
 	ctx, cancel := context.WithCancel(context.Background())
 	start := time.Now()
 	from := start.Add(sc.Warmup)
@@ -267,11 +298,14 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 	p, _ := l.(prober)
 	var ticks []lossSample
 	for el := lossTick; el <= sc.Duration; el += lossTick {
-		time.Sleep(lossTick)
+		// Until el, not for lossTick: in real time (a CPU scenario) a tick
+		// that woke late does not delay the ones after it. In fake time the
+		// two are the same.
+		time.Sleep(time.Until(start.Add(el)))
 		// c is the true capacity during the tick that ended; the next one
 		// may have another.
 		c, limit := v.Capacity(), l.Limit()
-		ticks = append(ticks, lossSample{c: c, limit: limit, probing: p != nil && p.Probing(), work: v.Work()})
+		ticks = append(ticks, lossSample{at: time.Since(start), c: c, limit: limit, probing: p != nil && p.Probing(), work: v.Work()})
 		if el%Tick == 0 {
 			r.Limits = append(r.Limits, limit)
 		}
@@ -300,7 +334,7 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 	}
 	r.MeanLimit = float64(sum) / float64(len(r.Limits)-int(sc.Warmup/Tick))
 	rate := rates(ticks)
-	r.Goodput = done(rate, int(sc.Warmup/lossTick)) / window.Seconds()
+	r.Goodput = done(ticks, rate, int(sc.Warmup/lossTick)) / window.Seconds()
 	r.Lost = lost(ticks, rate, int(sc.Warmup/lossTick))
 	r.ticks, r.jobs = ticks, jobs
 	return r, nil
@@ -310,6 +344,7 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 // its end the limit, whether the limiter probed, and the server's work so
 // far.
 type lossSample struct {
+	at       time.Duration // when it was taken, from the start: el, but late in real time
 	c, limit int
 	probing  bool
 	work     time.Duration
@@ -328,12 +363,21 @@ func (l *Loss) add(t lossSample, x float64) {
 	}
 }
 
+// span is how long tick i lasted: lossTick, but in real time, where a
+// tick may wake late and the next one early.
+func span(ticks []lossSample, i int) float64 {
+	if i == 0 {
+		return ticks[0].at.Seconds()
+	}
+	return (ticks[i].at - ticks[i-1].at).Seconds()
+}
+
 // done is the base seconds of work done in the ticks from tick from on,
 // rate being rates' result.
-func done(rate []float64, from int) float64 {
+func done(ticks []lossSample, rate []float64, from int) float64 {
 	w := 0.0
-	for _, r := range rate[from:] {
-		w += r * lossTick.Seconds()
+	for i := from; i < len(ticks); i++ {
+		w += rate[i] * span(ticks, i)
 	}
 	return w
 }
@@ -344,9 +388,9 @@ func lost(ticks []lossSample, rate []float64, from int) Loss {
 	var out Loss
 	capacity := 0.0
 	for i := from; i < len(ticks); i++ {
-		t := ticks[i]
-		x := float64(t.c) - rate[i]
-		capacity += float64(t.c)
+		t, dt := ticks[i], span(ticks, i)
+		x := (float64(t.c) - rate[i]) * dt
+		capacity += float64(t.c) * dt
 		out.add(t, x)
 	}
 	out.Probing /= capacity
@@ -361,7 +405,7 @@ func rates(ticks []lossSample) []float64 {
 	rate := make([]float64, len(ticks))
 	var before time.Duration
 	for i, t := range ticks {
-		rate[i] = (t.work - before).Seconds() / lossTick.Seconds()
+		rate[i] = (t.work - before).Seconds() / span(ticks, i)
 		before = t.work
 	}
 	return rate
