@@ -13,6 +13,7 @@ import (
 var (
 	diagnose       = flag.String("diagnose", "", "entries to diagnose, by name, comma-separated (see TestDiagnose)")
 	diagnoseRounds = flag.Int("diagnose.rounds", 9, "runs of each diagnosed entry in each scenario")
+	diagnoseRepos  = flag.Int("diagnose.repos", 1, "Scenario.Repos of every scenario diagnosed")
 )
 
 // TestDiagnose says where a limiter loses goodput over time; it runs only
@@ -20,6 +21,8 @@ var (
 //
 //	go test ./adaptive -run '^TestDiagnose$' -diagnose='fairseat adaptive,oracle' -v
 //
+// The entries are the report's and "fairseat adaptive from Min"; with
+// -diagnose.repos=N every scenario draws from N times the repositories.
 // For each scenario (of the report's length) and each entry named, it logs
 // the medians over -diagnose.rounds runs, each with its own draw of jobs
 // (Scenario.Draw 0, 1, ..., as the report's), with
@@ -35,7 +38,8 @@ func TestDiagnose(t *testing.T) {
 	}
 	names := strings.Split(*diagnose, ",")
 	for _, sc := range Scenarios(*reportFor) {
-		for _, e := range Entries(sc) {
+		sc.Repos = *diagnoseRepos
+		for _, e := range append(Entries(sc), fromMin) {
 			if !slices.Contains(names, e.Name) {
 				continue
 			}

@@ -39,6 +39,13 @@ type Scenario struct {
 	// (simserver.NewShared): a job slows down as soon as others join it,
 	// not only when it starts under load.
 	Shared bool
+	// Repos multiplies the repositories the clients draw from (draw): 20
+	// heavy and 80 light ones times Repos, each drawn as often as the
+	// others of its kind; 0 is 1. A (type, job ID) takes its reference
+	// only at a load the controller holds uncongested, so the more
+	// repositories, the fewer of them have one under a flood
+	// (benchmarks/ADMISSION.md, session 39).
+	Repos int
 	// CPU runs on this machine's CPU (cpuServer), not a simulated server:
 	// C is the cores the run uses (GOMAXPROCS), and the run takes real
 	// time, outside testing/synctest. Thrash and Shared do not apply.
@@ -248,7 +255,7 @@ func Run(sc Scenario, name string, l Limiter) (Result, error) {
 	loop := func(key string, seed uint64, think time.Duration) {
 		rng := rand.New(rand.NewPCG(seed, 1+sc.Draw))
 		for ctx.Err() == nil {
-			id, base := draw(rng)
+			id, base := draw(rng, max(sc.Repos, 1))
 			base = time.Duration(float64(base) * simserver.Spread(rng, sc.Noise))
 			asked := time.Now()
 			var wait time.Duration
@@ -411,13 +418,14 @@ func rates(ticks []lossSample) []float64 {
 	return rate
 }
 
-// draw picks a job: one of 20 heavy repositories (300 ms) a tenth of the
-// time, else one of 80 light ones (30 to 70 ms by repository).
-func draw(rng *rand.Rand) (string, time.Duration) {
+// draw picks a job: one of 20·repos heavy repositories (300 ms) a tenth
+// of the time, else one of 80·repos light ones (30 to 70 ms by
+// repository).
+func draw(rng *rand.Rand, repos int) (string, time.Duration) {
 	if rng.IntN(10) == 0 {
-		return fmt.Sprintf("heavy-%d", rng.IntN(20)), 300 * time.Millisecond
+		return fmt.Sprintf("heavy-%d", rng.IntN(20*repos)), 300 * time.Millisecond
 	}
-	i := rng.IntN(80)
+	i := rng.IntN(80 * repos)
 	return fmt.Sprintf("light-%d", i), 30*time.Millisecond + time.Duration(i%5)*10*time.Millisecond
 }
 
