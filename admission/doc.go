@@ -300,7 +300,18 @@
 // that gave up. So a workload whose job IDs never repeat gives the
 // controller nothing, and the limit stays where it is (pressure still
 // lowers it); a route without job IDs has one reference per type, a
-// raw-latency signal for that type. References live with the cost
+// raw-latency signal for that type. Under a flood every job is admitted
+// at the limit, above the ceiling, so a job ID without a reference takes
+// none (only the probes' jobs, at half the limit, do), and where the job
+// IDs are many the controller sees few samples. This is a known limit: on
+// benchmarks/adaptive's server (C = 16, a flood) with 10,000 repositories
+// where the report has 100, the limit started at Min stayed at 9 to 14
+// seats, for 58 to 80 % of a fixed C's work at 2.8 to 7.5 times its
+// p99; started at 20, it hardly moved, costing 5 to 7 % of the work where
+// the server thrashes (benchmarks/ADMISSION.md, session 39). With 1,000
+// repositories from Min, 84 to 99 %. Where a route's job IDs are many and
+// rarely repeat, start at or near the capacity you expect (Initial, or a
+// CapacityStore), or use a fixed capacity. References live with the cost
 // estimates and expire with them (CostTTL); a cost store does not save
 // them, so after a restart each (type, job ID) takes its reference again
 // (a CapacityStore saves the limit: "Warm restarts").
