@@ -417,10 +417,7 @@ func (s *Scheduler) savedLimitLocked() int {
 	if a == nil {
 		return 0
 	}
-	if a.probing {
-		return a.seatsOf(a.saved)
-	}
-	return a.seatsOf(a.limit)
+	return a.seatsOf(a.unprobed())
 }
 
 // savedLocked records the outcome of a save of n estimates that ran from

@@ -163,6 +163,9 @@ func (f *fileCostStore) replace(ctx context.Context, path string, data []byte) e
 // digits and a newline.
 const maxCapacityFileBytes = 20
 
+// capacityPath is the capacity file's path, beside the cost file.
+func (f *fileCostStore) capacityPath() string { return f.path + ".capacity" }
+
 // LoadCapacity implements CapacityStore.
 func (f *fileCostStore) LoadCapacity(ctx context.Context) (int, error) {
 	if f.path == "" {
@@ -171,7 +174,7 @@ func (f *fileCostStore) LoadCapacity(ctx context.Context) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	path := f.path + ".capacity"
+	path := f.capacityPath()
 	data, err := readCostFile(path, maxCapacityFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -210,7 +213,7 @@ func (f *fileCostStore) SaveCapacity(ctx context.Context, limit int) error {
 	if limit < 1 {
 		return fmt.Errorf("admission: FileCostStore: SaveCapacity(%d): want a limit of at least 1", limit)
 	}
-	return f.replace(ctx, f.path+".capacity", encodeCapacity(limit))
+	return f.replace(ctx, f.capacityPath(), encodeCapacity(limit))
 }
 
 // writeSynced writes data to the file at path, replacing it, and syncs it.

@@ -291,11 +291,7 @@ func (a *adaptive) noiseKnown() bool {
 // the limit it will restore counts, so that the jobs it admits take theirs.
 func (s *Scheduler) refCeilingLocked() float64 {
 	a := s.adaptive
-	l := a.limit
-	if a.probing {
-		l = a.saved
-	}
-	return max(float64(a.cfg.Min), l/a.cfg.Tolerance)
+	return max(float64(a.cfg.Min), a.unprobed()/a.cfg.Tolerance)
 }
 
 // baselineCeiling is the highest load at which a sample may feed the

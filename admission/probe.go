@@ -190,6 +190,15 @@ const (
 	riseQuiet = 4 * minProbeEvery
 )
 
+// unprobed is the limit as it was before a running probe halved it (the
+// one the probe will restore), or the limit if no probe runs.
+func (a *adaptive) unprobed() float64 {
+	if a.probing {
+		return a.saved
+	}
+	return a.limit
+}
+
 // startProbeLocked halves the limit for the round of jobs admitted under
 // it (at least minProbeSamples).
 func (s *Scheduler) startProbeLocked(now int64) {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/fairseat/fairseat/admission"
 )
 
 func TestMain(m *testing.M) {
@@ -32,6 +34,13 @@ func TestRunEveryLimiter(t *testing.T) {
 		})
 	}
 }
+
+// fromMin is fairseat adaptive started at Min, as the package doc advises
+// on a server that shares itself among its jobs (a CPU), where the
+// report's limiters all start at Initial.
+var fromMin = Entry{Name: "fairseat adaptive from Min", New: func() (Limiter, error) {
+	return newFairseat(admission.Config{Adaptive: &admission.AdaptiveConfig{Min: 1, Max: Max}})
+}}
 
 // runDraws runs entry e through sc once with each of the draws of jobs 0
 // to n-1 (Scenario.Draw), as the report does.

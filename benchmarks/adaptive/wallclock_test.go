@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/fairseat/fairseat/admission"
 )
 
 var (
@@ -32,31 +30,25 @@ var (
 //	go test ./adaptive -run '^TestWallClock$' -wallclock=60s -timeout 2h -v
 //
 // Each run takes -wallclock of real time, every limiter in turn
-// (-wallclock.rounds draws each); the late oracle is left out. The CPU
+// (-wallclock.rounds draws each), and "fairseat adaptive from Min"
+// beside them; the late oracle is left out. The CPU
 // scenario uses every core the machine has (runtime.NumCPU) and halves
 // GOMAXPROCS for its middle third; other work on the machine moves its
 // figures. benchmarks/ADMISSION.md records what it measured.
-// fromMin is fairseat adaptive started at Min, as the package doc advises
-// on a server that shares itself among its jobs (a CPU), where the
-// report's limiters all start at Initial.
-var fromMin = Entry{Name: "fairseat adaptive from Min", New: func() (Limiter, error) {
-	return newFairseat(admission.Config{Adaptive: &admission.AdaptiveConfig{Min: 1, Max: Max}})
-}}
-
 func TestWallClock(t *testing.T) {
 	if *wallclock == 0 {
 		t.Skip("runs only with -wallclock")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	d := *wallclock
-	names := strings.Split(*wallclockOnly, ",")
+	names, entries := strings.Split(*wallclockOnly, ","), strings.Split(*wallclockEntries, ",")
 	for _, sc := range append([]Scenario{CPU(d, runtime.NumCPU())}, Scenarios(d)...) {
 		if !slices.Contains(names, sc.Name) {
 			continue
 		}
 		o := Outcome{Scenario: sc}
 		for _, e := range append(Entries(sc), fromMin) {
-			if e.Late > 0 || *wallclockEntries != "" && !slices.Contains(strings.Split(*wallclockEntries, ","), e.Name) {
+			if e.Late > 0 || *wallclockEntries != "" && !slices.Contains(entries, e.Name) {
 				continue
 			}
 			var rounds []Result
