@@ -467,11 +467,11 @@
 // the limit started at Min stayed at 9 to 14 seats for C = 16, and one
 // started at 20 never moved (benchmarks/ADMISSION.md, session 39). So each
 // job type pools the completions of its jobs that have no reference:
-//   - its reference is the geometric mean of their seat times at a probe's
-//     load (half the limit, at least Min: below C from any limit under
-//     2·C), with the variance of their log, the spread of the type's mix.
-//     Under a flood only the first jobs at Min and the probes' jobs run
-//     there (poolRefLoad).
+//   - its reference is the geometric mean of the seat times of those a
+//     probe admitted or admitted at Min (a probe's load, below C from any
+//     limit under 2·C), with the variance of their log, the spread of the
+//     type's mix (poolLocked). Under a flood only those run at half the
+//     limit or lower.
 //   - each completion's inflation is judged against it, and a batch of
 //     them, enough that chance moves their mean by no more than a
 //     Tolerance (the mix's spread over their number, at least a round),
@@ -494,7 +494,7 @@
 // 40), with 10,000 repositories instead of the report's 100: from Min, 10.4
 // to 15.2 seats of work where the controller without pools did 7.7 to 12.6
 // (80 to 95 % of a fixed C's work, which is 12.4 to 16 seats), at a p99 of
-// 1.4 to 4.7 s against 5 to 10.6 s. With 1,000 repositories, between 1.5 %
+// 1.4 to 4.7 s against 5 to 10.6 s. With 1,000 repositories, between 1.4 %
 // less and 4.1 % more work; with the report's 100, the same within the
 // spread between runs.
 //

@@ -22,8 +22,8 @@ import "math"
 // n == 0, sum == loads == 0; sum and loads are 0 unless ready.
 type typePool struct {
 	// The type's reference: the geometric mean of the seat times of its
-	// completions without a reference of their own at a probe's load
-	// (poolRefLoad), kept as its log, logRef, with the variance of that
+	// completions without a reference of their own admitted by a probe or
+	// at Min (poolLocked), kept as its log, logRef, with the variance of that
 	// log, refVar: how much the type's jobs differ (a clone of linux.git
 	// and one of a small repository); refs counts the completions taken.
 	// An EMA over about the last typeRefSpan of them; until refs reaches
@@ -51,7 +51,7 @@ const minTypeRefs = 20
 // reference, which held its seat for e^lobs seconds (-Inf: no measurable
 // time). It counts towards the round of the probe that admitted it
 // (probeRoundLocked); it adds to its type's
-// reference if it ran at a probe's load (poolRefLoad); and,
+// reference if a probe admitted it or it ran at Min; and,
 // unless a probe admitted it or one is running, it joins its type's batch,
 // which once full enters the control law (batchLocked). Called from
 // sampleLocked, which has counted it weak; it may change s.cfg.Capacity.
@@ -81,25 +81,25 @@ func (s *Scheduler) poolLocked(j *job, lobs float64, now int64) {
 			s.batchLocked(p, now)
 		}
 	}
-	if load <= a.poolRefLoad() {
+	if j.probed || load <= float64(a.cfg.Min) {
 		p.takeRef(lobs)
 	}
 }
 
-// poolRefLoad is the highest load at which a completion without a reference
-// of its own adds to its type's reference: a probe's, half the limit a
-// probe restores (probeDepth), and at least Min. A probe runs there because
-// it is below C from any limit under 2·C (probe.go). Under a flood every job
-// is admitted at the limit, so only the first jobs at Min and the probes'
-// jobs run there: a reference taken up to the reference ceiling, as a job
-// ID's is, took completions labelled under the ceiling that ran with more
-// jobs than that (jobs admitted at one instant are labelled in the order of
-// their admission), read a congested server as the norm, and let the limit
-// settle at 19 to 25 seats for C = 16 (benchmarks/ADMISSION.md, session
-// 40).
-func (a *adaptive) poolRefLoad() float64 {
-	return max(float64(a.cfg.Min), probeDepth*a.unprobed())
-}
+// A type's reference takes the completions of the jobs a probe admitted
+// and of those admitted at Min (poolLocked): the loads a probe runs at,
+// below C from any limit under 2·C (probe.go). Under a flood those are the
+// only jobs that run at half the limit or lower. A reference taken up to
+// the reference ceiling, as a job ID's is, took completions labelled under
+// the ceiling that ran with more jobs than that (jobs admitted at one
+// instant are labelled in the order of their admission), read a congested
+// server as the norm, and let the limit settle at 19 to 25 seats for
+// C = 16; one taken up to half the limit took, from a limit started at
+// 4·C on a server that shares itself, the jobs admitted at New with labels
+// up to 2·C, all of which ran together, and the adaptive tests failed once
+// in five runs under the race detector (TestAdaptiveNoisySharedFromFarAbove,
+// a median of 30.0 seats against at most 30; benchmarks/ADMISSION.md,
+// session 40).
 
 // takeRef folds a seat time of e^lobs seconds into the type's reference.
 func (p *typePool) takeRef(lobs float64) {

@@ -12,8 +12,8 @@ import (
 )
 
 // TestAdaptivePool drives a type's pool (pool.go) by hand, at a limit of
-// 20 (a probe's load is 10): its reference takes only completions at a
-// probe's load; it judges nothing until the reference is sound enough; a
+// 20: its reference takes only the completions of jobs a probe admitted
+// (or admitted at Min); it judges nothing until the reference is sound; a
 // full batch enters the law as a round when the samples with references
 // were scarce meanwhile, and is dropped when they were not.
 func TestAdaptivePool(t *testing.T) {
@@ -21,7 +21,8 @@ func TestAdaptivePool(t *testing.T) {
 	typ := &typeState{name: "t"}
 	p := &typ.pool
 	complete := func(load int32, seat float64) {
-		s.poolLocked(&job{typ: typ, load: load}, math.Log(seat), 1)
+		// A load of 10 stands for a probe's job (probe.go halves the limit).
+		s.poolLocked(&job{typ: typ, load: load, probed: load == 10}, math.Log(seat), 1)
 	}
 	// Two kinds of jobs, 0.1 s and 0.4 s, alternating: the mean log is
 	// log 0.2, the variance (log 2)².
@@ -34,13 +35,13 @@ func TestAdaptivePool(t *testing.T) {
 			complete(load, seat*inflation)
 		}
 	}
-	jobs(10, 11, 1) // above a probe's load: the reference takes none
+	jobs(10, 11, 1) // at the limit: the reference takes none
 	if p.refs != 0 {
-		t.Fatalf("completions at load 11 (a probe's is 10) took %v into the reference", p.refs)
+		t.Fatalf("completions at load 11, not a probe's, took %v into the reference", p.refs)
 	}
 	jobs(20, 10, 1)
 	if p.refs != 20 || math.Abs(p.logRef-math.Log(0.2)) > 1e-9 || math.Abs(p.refVar-math.Ln2*math.Ln2) > 1e-9 {
-		t.Fatalf("reference after 20 at load 10: e^%v s, variance %v, of %v; want 0.2 s, %v, of 20", p.logRef, p.refVar, p.refs, math.Ln2*math.Ln2)
+		t.Fatalf("reference after 20 of a probe's: e^%v s, variance %v, of %v; want 0.2 s, %v, of 20", p.logRef, p.refVar, p.refs, math.Ln2*math.Ln2)
 	}
 	// The reference's standard error, ln 2/sqrt(20) = 0.155, is more than
 	// a Tolerance (ln 1.1 = 0.095): not ready, so no batch moves the law
