@@ -385,12 +385,13 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 // a sample's, or a pooled batch's (pool.go).
 type step struct {
 	lx    float64 // the sample's log inflation; a batch's mean
-	share float64 // of a round: 1/limit for a sample, 1 for a batch
+	share float64 // of a round: 1/limit for a sample; for a batch, the part of a round its samples left out (batchLocked)
 	// batch says the step is a pooled batch's: it reads a baseline of 1,
 	// its inflation being against its type's mean at a probe's load, and
 	// its cut allows se, its standard error, rather than short's
-	// (shortError); and it leaves noteFaster's count alone, not having
-	// moved all.
+	// (shortError); it counts towards no calm round, being one reading
+	// however many rounds it spans, and leaves noteFaster's count alone,
+	// not having moved all.
 	batch bool
 	se    float64
 }
@@ -403,9 +404,10 @@ func (s *Scheduler) lawLocked(used bool, st step, now int64) {
 		base = 0
 	}
 	noise := a.logTol/2 + base // log inflation past this is more than noise
-	if a.logShort > noise {
+	switch {
+	case a.logShort > noise:
 		a.calm = 0
-	} else {
+	case !st.batch:
 		a.calm += st.share
 	}
 	if !st.batch {

@@ -475,12 +475,13 @@
 //   - each completion's inflation is judged against it, and a batch of
 //     them, enough that chance moves their mean by no more than a
 //     Tolerance (the mix's spread over their number, at least a round),
-//     enters the law as one round of samples: short and load move by a
-//     round's weight, the law reads a baseline of 1 (the type's reference
-//     is its own mean), and a cut allows the batch's standard error
-//     (batchLocked).
+//     enters the law for the part of a round the samples left out while
+//     it gathered: short and load move by that part of a round's weight,
+//     the law reads a baseline of 1 (the type's reference is its own
+//     mean), a cut allows the batch's standard error, and no calm round
+//     counts it (batchLocked).
 //   - only where the samples are scarce: a batch during which a round of
-//     samples came is dropped, for they have moved the law already. And
+//     samples came leaves nothing out, for they have moved the law. And
 //     only once the type's reference is sound, its standard error at most
 //     a Tolerance, and it rests on 20 completions at least (poolReady).
 //
