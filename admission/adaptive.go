@@ -187,8 +187,7 @@ type AdaptiveSnapshot struct {
 	Baseline  float64          // (geometric) mean inflation of jobs seen at no more load than their reference's: the noise level (the control law reads it as at least 1)
 	Noise     float64          // how a job's seat time varies at a given load: the standard deviation of its log (about 0 where times do not vary)
 	Samples   uint64           // completions that fed the controller
-	Weak      uint64           // completions that gave no sample of their own (no reference yet for their type and job ID)
-	Pooled    uint64           // of those, the ones that fed the controller in their type's batches (see the package doc, Pooled samples)
+	Weak      uint64           // completions that did not (no reference yet for their type and job ID)
 	Shedding  bool             // queue-delay shedding is refusing the heaviest keys' arrivals
 	Probing   bool             // a probe has halved the limit for a round (see the package doc)
 	Held      bool             // the limit does not grow: a probe found the references congested after jobs ran faster than them, or the server saturated more than a Tolerance below the limit (see the package doc, Probes)
@@ -224,7 +223,6 @@ type adaptive struct {
 	faster   float64 // rounds (a sample adds 1/limit) for which all has stayed under noteFaster's cut (not probing: a probe reads it as it started, fastRound)
 	samples  uint64
 	weak     uint64
-	pooled   uint64 // weak completions that entered the law in a batch (pool.go)
 	// epoch is bumped by a probe that finds the references stale or
 	// congested: a reference taken before it is taken again by a
 	// completion at a lower load, faster or not, and by a probe's job
@@ -290,7 +288,6 @@ type adaptive struct {
 	probing    bool
 	saved      float64
 	probeLeft  int
-	probeJobs  int // while probing, the completions of its jobs, samples or not, after which it ends (probeSpan)
 	probeLog   float64
 	probeN     int
 	// atLimit is log(load/short) as the last probe started: where the jobs
@@ -375,56 +372,27 @@ func (s *Scheduler) stepLocked(used bool, j *job, lx float64, now int64) {
 		s.probeSampleLocked(j, lx, now)
 		return
 	}
-	if s.probeClockLocked(now) {
+	a.sinceProbe += 1 / max(a.limit, 1)
+	if a.sinceProbe >= a.probeEvery {
+		s.startProbeLocked(now)
 		return
 	}
-	s.lawLocked(used, step{lx: lx, share: 1 / max(a.limit, 1)}, now)
-}
-
-// step is what one step of the control law reads besides short and load:
-// a sample's, or a pooled batch's (pool.go).
-type step struct {
-	lx    float64 // the sample's log inflation; a batch's mean
-	share float64 // of a round: 1/limit for a sample; for a batch, the part of a round its samples left out (batchLocked)
-	// batch says the step is a pooled batch's: it reads a baseline of 1,
-	// its inflation being against its type's mean at a probe's load, and
-	// its cut allows se, its standard error, rather than short's
-	// (shortError); it counts towards no calm round, being one reading
-	// however many rounds it spans, and leaves noteFaster's count alone,
-	// not having moved all.
-	batch bool
-	se    float64
-}
-
-// lawLocked takes one step of the control law (stepLocked's comment).
-func (s *Scheduler) lawLocked(used bool, st step, now int64) {
-	a := s.adaptive
 	base := a.lawBase()
-	if st.batch {
-		base = 0
-	}
 	noise := a.logTol/2 + base // log inflation past this is more than noise
-	switch {
-	case a.logShort > noise:
+	if a.logShort > noise {
 		a.calm = 0
-	case !st.batch:
-		a.calm += st.share
+	} else {
+		a.calm += 1 / max(a.limit, 1)
 	}
-	if !st.batch {
-		a.noteFaster()
-	}
+	a.noteFaster()
 	// gap is log(Tolerance·max(baseline, 1)/short): implied = load·e^gap.
 	gap := a.logTol + base - a.logShort
 	var target float64
 	switch {
 	case gap < 0: // congested: short > Tolerance·max(baseline, 1)
-		se := st.se
-		if !st.batch {
-			se = a.shortError()
-		}
-		target = min(a.limit, a.cutTarget(gap, se))
+		target = min(a.limit, a.cutTarget(gap))
 	case used && !a.holds() && !(s.pressure != nil && s.pressure.value >= 1):
-		target = max(a.limit, a.growTarget(gap, st.lx > noise))
+		target = max(a.limit, a.growTarget(gap, lx > noise))
 	default:
 		return
 	}
@@ -435,7 +403,7 @@ func (s *Scheduler) lawLocked(used bool, st step, now int64) {
 	if target < a.limit {
 		reason = CapacityDecrease
 	}
-	s.setLimitLocked(a.limit+a.cfg.Smoothing*st.share*(target-a.limit), reason, now)
+	s.setLimitLocked(a.limit+a.cfg.Smoothing/max(a.limit, 1)*(target-a.limit), reason, now)
 	if reason == CapacityIncrease {
 		a.noteRise()
 	}
@@ -453,8 +421,8 @@ func (s *Scheduler) lawLocked(used bool, st step, now int64) {
 // sound probe found the server keeping up at, only a probe may take the
 // limit (setFloor): a step the floor stops brings the next one within
 // minProbeEvery rounds.
-func (a *adaptive) cutTarget(gap, se float64) float64 {
-	target := max(0.5*a.limit, a.load*math.Exp(gap+se))
+func (a *adaptive) cutTarget(gap float64) float64 {
+	target := max(0.5*a.limit, a.load*math.Exp(gap+a.shortError()))
 	if a.floor > 0 && target < a.floor && a.limit > a.floor {
 		target, a.probeEvery = a.floor, minProbeEvery
 	}
@@ -596,7 +564,7 @@ func (a *adaptive) holds() bool { return a.held || a.cut }
 // snapshotLocked is the controller's part of a Snapshot.
 func (a *adaptive) snapshotLocked(s *Scheduler) *AdaptiveSnapshot {
 	snap := &AdaptiveSnapshot{Limit: a.limit, Min: a.cfg.Min, Max: a.cfg.Max, Inflation: math.Exp(a.logShort), Baseline: math.Exp(a.logBase),
-		Noise: math.Sqrt(a.noise), Samples: a.samples, Weak: a.weak, Pooled: a.pooled, Shedding: a.shedding && s.queued > 0, Probing: a.probing, Held: a.holds(),
+		Noise: math.Sqrt(a.noise), Samples: a.samples, Weak: a.weak, Shedding: a.shedding && s.queued > 0, Probing: a.probing, Held: a.holds(),
 		History: make([]CapacityChange, 0, a.histN)}
 	for i := range a.histN {
 		c := a.hist[(a.histAt+i)%CapacityHistory]

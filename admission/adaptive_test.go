@@ -587,11 +587,8 @@ func TestAdaptiveReferenceCeiling(t *testing.T) {
 // a type "t", closed at the end of the test; run, which completes a job of
 // job ID id after d, admitted with load seats in use (itself and load-1
 // fillers held as long, each of a job ID seen once, which gives no
-// sample); and ref, the reference of id (seconds, load). The fillers would
-// count on the probes' clock and in their type's pool (pool.go): run sets
-// the clock back to where their completions found it, and empties the pool
-// (batchSize is at least 8, and a limit's worth, so it never fills a
-// batch). Inside a synctest bubble.
+// sample); and ref, the reference of id (seconds, load). Inside a synctest
+// bubble.
 func referenceHarness(t *testing.T) (*Scheduler, func(id string, load int, d time.Duration), func(id string) [2]float64) {
 	s, err := New(Config{Adaptive: &AdaptiveConfig{Max: 20, Initial: 20}, TierLimits: map[Priority]int{10: 20}})
 	must(t, err)
@@ -612,15 +609,9 @@ func referenceHarness(t *testing.T) (*Scheduler, func(id string, load int, d tim
 		p := acquire(id)
 		time.Sleep(d)
 		p.Release()
-		s.mu.Lock()
-		clock := s.adaptive.sinceProbe
-		s.mu.Unlock()
 		for _, f := range fill {
 			f.Release()
 		}
-		s.mu.Lock()
-		s.adaptive.sinceProbe, s.types["t"].pool = clock, typePool{}
-		s.mu.Unlock()
 	}
 	ref := func(id string) [2]float64 {
 		s.mu.Lock()

@@ -189,7 +189,6 @@ type debugAdaptive struct {
 	Noise     float64               `json:"noise"`
 	Samples   uint64                `json:"samples"`
 	Weak      uint64                `json:"weak_samples"`
-	Pooled    uint64                `json:"pooled_samples"`
 	Shedding  bool                  `json:"shedding"`
 	Probing   bool                  `json:"probing"`
 	Held      bool                  `json:"held"`
@@ -221,7 +220,7 @@ func debugView(s Snapshot) debugSnapshot {
 	}
 	if a := s.Adaptive; a != nil {
 		v.Adaptive = &debugAdaptive{Limit: a.Limit, Min: a.Min, Max: a.Max, Inflation: a.Inflation, Baseline: a.Baseline,
-			Noise: a.Noise, Samples: a.Samples, Weak: a.Weak, Pooled: a.Pooled, Shedding: a.Shedding, Probing: a.Probing, Held: a.Held,
+			Noise: a.Noise, Samples: a.Samples, Weak: a.Weak, Shedding: a.Shedding, Probing: a.Probing, Held: a.Held,
 			History: make([]debugCapacityChange, 0, len(a.History)), Loaded: s.CostStore.LoadedCapacity}
 		for i := len(a.History) - 1; i >= 0; i-- {
 			v.Adaptive.History = append(v.Adaptive.History, debugCapacityChange(a.History[i]))
@@ -327,7 +326,7 @@ const debugBody = `
 <p><meter id="seat-meter" min="0" max="{{.Capacity}}" value="{{.InUse}}"></meter>
 <b><span id="in-use">{{.InUse}}</span> / <span id="capacity">{{.Capacity}}</span></b> seats in use,
 <b id="queued">{{.Queued}}</b> queued, system virtual time <b id="vsys">{{secs .SystemVirtualSeconds}}</b> s.</p>
-<p id="adaptive-line">{{with .Adaptive}}Adaptive capacity: limit <b>{{printf "%.1f" .Limit}}</b> in [{{.Min}}, {{.Max}}], inflation {{printf "%.2f" .Inflation}} (baseline {{printf "%.2f" .Baseline}}, noise {{printf "%.2f" .Noise}}), {{.Samples}} samples, {{.Weak}} without a reference ({{.Pooled}} pooled){{if .Probing}}, probing (limit halved for a round){{end}}{{if .Held}}, held (no growth until a probe){{end}}{{if .Shedding}}, <b>shedding the heaviest keys' arrivals</b>{{end}}.{{if .Loaded}} Started at {{.Loaded}} seats, the limit loaded from the cost store.{{end}}{{else}}Fixed capacity.{{end}}</p>
+<p id="adaptive-line">{{with .Adaptive}}Adaptive capacity: limit <b>{{printf "%.1f" .Limit}}</b> in [{{.Min}}, {{.Max}}], inflation {{printf "%.2f" .Inflation}} (baseline {{printf "%.2f" .Baseline}}, noise {{printf "%.2f" .Noise}}), {{.Samples}} samples, {{.Weak}} without a reference{{if .Probing}}, probing (limit halved for a round){{end}}{{if .Held}}, held (no growth until a probe){{end}}{{if .Shedding}}, <b>shedding the heaviest keys' arrivals</b>{{end}}.{{if .Loaded}} Started at {{.Loaded}} seats, the limit loaded from the cost store.{{end}}{{else}}Fixed capacity.{{end}}</p>
 <table><thead><tr><th>Limit changed at</th><th>From</th><th>To</th><th>Reason</th></tr></thead>
 <tbody id="history-body">{{with .Adaptive}}{{range .History}}
 <tr><td>{{.Time.Format "15:04:05.000"}}</td><td>{{.Previous}}</td><td>{{.New}}</td><td>{{.Reason}}</td></tr>{{else}}
@@ -449,7 +448,7 @@ const debugScript = `
     if (a) {
       set("adaptive-line", "Adaptive capacity: limit " + a.limit.toFixed(1) + " in [" + a.min + ", " + a.max +
         "], inflation " + a.inflation.toFixed(2) + " (baseline " + a.baseline.toFixed(2) + ", noise " + a.noise.toFixed(2) + "), " + a.samples +
-         " samples, " + a.weak_samples + " without a reference (" + a.pooled_samples + " pooled)" + (a.probing ? ", probing (limit halved for a round)" : "") +
+         " samples, " + a.weak_samples + " without a reference" + (a.probing ? ", probing (limit halved for a round)" : "") +
          (a.held ? ", held (no growth until a probe)" : "") +
         (a.shedding ? ", shedding the heaviest keys' arrivals." : ".") +
         (a.loaded_capacity ? " Started at " + a.loaded_capacity + " seats, the limit loaded from the cost store." : ""));

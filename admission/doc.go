@@ -296,16 +296,25 @@
 // The learned cost estimate cannot serve as the reference: it follows the
 // seat time under whatever congestion there is, so under steady congestion
 // observed/estimate tends to 1 at any load. A job whose (type, job ID) has
-// no reference yet gives no sample of its own, nor does a seat handed back
-// by a waiter that gave up; a route without job IDs has one reference per
-// type, a raw-latency signal for that type. Under a flood every job is
-// admitted at the limit, above the ceiling, so a job ID without a
-// reference takes none (only the probes' jobs, at half the limit, do), and
-// where the job IDs are many, few completions have one: the pooled samples
-// (below) judge those. References live with the cost estimates and expire
-// with them (CostTTL); a cost store does not save them, so after a restart
-// each (type, job ID) takes its reference again (a CapacityStore saves the
-// limit: "Warm restarts").
+// no reference yet gives no sample, nor does a seat handed back by a waiter
+// that gave up. So a workload whose job IDs never repeat gives the
+// controller nothing, and the limit stays where it is (pressure still
+// lowers it); a route without job IDs has one reference per type, a
+// raw-latency signal for that type. Under a flood every job is admitted
+// at the limit, above the ceiling, so a job ID without a reference takes
+// none (only the probes' jobs, at half the limit, do), and where the job
+// IDs are many the controller sees few samples. This is a known limit: on
+// benchmarks/adaptive's server (C = 16, a flood) with 10,000 repositories
+// where the report has 100, the limit started at Min stayed at 9 to 14
+// seats, for 58 to 80 % of a fixed C's work at 2.8 to 7.5 times its
+// p99; started at 20, it hardly moved, costing 5 to 7 % of the work where
+// the server thrashes (benchmarks/ADMISSION.md, session 39). With 1,000
+// repositories from Min, 84 to 99 %. Where a route's job IDs are many and
+// rarely repeat, start at or near the capacity you expect (Initial, or a
+// CapacityStore), or use a fixed capacity. References live with the cost
+// estimates and expire with them (CostTTL); a cost store does not save
+// them, so after a restart each (type, job ID) takes its reference again
+// (a CapacityStore saves the limit: "Warm restarts").
 //
 // Control law (adaptive.go, stepLocked), gradient-style as Gradient2, at
 // each sample:
@@ -425,15 +434,10 @@
 //     comes back to where it was, as after a slow spell, brings none.
 //
 // The probes' clock counts every sample, used or not: a limit that grew
-// stops where its seats are just short of used, and a clock of used
-// samples stopped there too (stepLocked). It counts samples only, not the
-// completions without a reference (probeClockLocked). Once the limit is
-// steady, one round in about a thousand runs at half the limit. A probe's
-// round is a round of samples of its jobs, or four rounds of its jobs'
-// completions, samples or not, whichever comes first (probeRoundLocked):
-// where job IDs are many, few of its jobs have a reference. Snapshot's
-// Adaptive.Probing tells probes apart, and Held says when the limit is
-// held.
+// stops where its seats are just short of used, and a clock of used samples
+// stopped there too (stepLocked). Once the limit is steady, one round in
+// about a thousand runs at half the limit. Snapshot's Adaptive.Probing
+// tells probes apart, and Held says when the limit is held.
 //
 // A verdict does three things more:
 //   - it re-anchors the baseline: when short, the inflation at the limit, is
@@ -460,55 +464,6 @@
 //     rounds on. Not where the law sees the congestion by itself (short over
 //     Tolerance² times the baseline as the probe started, as just after the
 //     capacity fell).
-//
-// Pooled samples (pool.go). With 10,000 repositories where
-// benchmarks/adaptive's report has 100, a job ID comes back about every
-// 50 s under a flood, so almost no completion has a reference of its own:
-// the limit started at Min stayed at 9 to 14 seats for C = 16, and one
-// started at 20 never moved (benchmarks/ADMISSION.md, session 39). So each
-// job type pools the completions of its jobs that have no reference:
-//   - its reference is the geometric mean of the seat times of those a
-//     probe admitted or admitted at Min (a probe's load, below C from any
-//     limit under 2·C), with the variance of their log, the spread of the
-//     type's mix (poolLocked). Under a flood only those run at half the
-//     limit or lower.
-//   - each completion's inflation is judged against it, and a batch of
-//     them, enough that chance moves their mean by no more than a
-//     Tolerance (the mix's spread over their number, at least a round),
-//     enters the law for the part of a round the samples left out while
-//     it gathered: short and load move by that part of a round's weight,
-//     the law reads a baseline of 1 (the type's reference is its own
-//     mean), a cut allows the batch's standard error, and no calm round
-//     counts it (batchLocked).
-//   - only where the samples are scarce: a batch during which a round of
-//     samples came leaves nothing out, for they have moved the law. And
-//     only once the type's reference is sound, its standard error at most
-//     a Tolerance, and it rests on 20 completions at least (poolReady).
-//
-// A heavier mix is not congestion to a job's own reference, but it is to
-// its type's: the pool's signal is sound only while the mix of the job IDs
-// without references stays what it was at a probe's load, and a pool reads
-// a mix that turns heavy as congestion until the next probes' jobs take its
-// reference again. Where the job IDs repeat, the references speak and the
-// pools are silent. Measured on benchmarks/adaptive's seven scenarios
-// (C = 16, a flood, medians of five draws; benchmarks/ADMISSION.md, session
-// 40), with 10,000 repositories instead of the report's 100: from Min, 10.4
-// to 15.2 seats of work where the controller without pools did 7.7 to 12.6
-// (80 to 95 % of a fixed C's work, which is 12.4 to 16 seats), at a p99 of
-// 1.4 to 4.7 s against 5 to 10.6 s. With 1,000 repositories, between 1.4 %
-// less and 4.1 % more work; with the report's 100, the same within the
-// spread between runs.
-//
-// What is left: a limit that starts above C where the job IDs are many
-// does not come down. No job runs at a probe's load but the probes', and
-// the probes' clock counts samples, which are few there, so the pools take
-// no reference: with 10,000 repositories, from 20 the limit stays at 20,
-// which costs 5 to 7 % of the work where the server thrashes. Probes
-// brought on by the completions without a reference let it come down, but
-// changed the start where the job IDs are few (probeClockLocked). Where a
-// route's job IDs rarely repeat, start at or below the capacity you expect
-// (Min, the default). The climb from Min is slower than with few job IDs:
-// at 1 to 3 seats a batch takes seconds to gather.
 //
 // Measured (adaptive_sim_test.go, C = 16, a flood, the limit from 10 s;
 // benchmarks/ADAPTIVE.md compares it with fixed capacities and the peers):
@@ -670,11 +625,10 @@
 //     what the controller reads. Inflation near Baseline (near 1 when
 //     Baseline is under 1: lawBase) is a server that keeps up. Weak much
 //     larger than Samples is a workload whose (type, job ID) pairs rarely
-//     repeat: the controller reads it through its types' pools, Pooled
-//     of the Weak completions, which judge a job by its type's mix ("Pooled
-//     samples", above); Pooled at 0 with Weak growing says a pool still
-//     waits for its reference (a job ID names a resource for conflicts
-//     too, so do not coarsen it for the controller's sake). Noise is how much seat times vary by
+//     repeat: the controller has next to no signal and the limit stays
+//     where it is (a job ID names a resource for conflicts too, so do not
+//     coarsen it for the controller's sake); there a fixed capacity, or a
+//     PressureSource, serves better. Noise is how much seat times vary by
 //     themselves (the standard deviation of their log): near 0 the limit
 //     settles at about Tolerance·C; at 0.5, well above it ("What noise
 //     still costs", above). Held says the limit does not grow until a

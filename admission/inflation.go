@@ -38,7 +38,6 @@ func (s *Scheduler) sampleLocked(j *job, lobs float64, now int64) (takeRef bool)
 	}
 	if e == nil || !e.hasRef() {
 		a.weak++
-		s.poolLocked(j, lobs, now)
 		return uncongested
 	}
 	used := s.queued > 0 || float64(s.inUse+1) >= a.cfg.UsedFraction*float64(s.cfg.Capacity)

@@ -99,13 +99,6 @@ func (s *Scheduler) checkInvariantsLocked() error {
 			return fmt.Errorf("adaptive: probe every %v rounds (want %d or %d), %d samples",
 				a.probeEvery, minProbeEvery, a.cfg.ProbeInterval, a.probeN)
 		}
-		for _, t := range s.types {
-			p := &t.pool
-			finite := !math.IsInf(p.logRef+p.refVar+p.refs+p.sum+p.loads, 0) && !math.IsNaN(p.logRef+p.refVar+p.refs+p.sum+p.loads)
-			if !finite || p.refs < 0 || p.refVar < 0 || p.n < 0 || (p.n == 0 || !p.ready) && (p.sum != 0 || p.loads != 0) {
-				return fmt.Errorf("adaptive: type %q's pool %+v", t.name, *p)
-			}
-		}
 		// A reference and a last sample are logs of seat times, finite
 		// where a load says there is one (costEntry).
 		broken := func(load int32, l float64) bool { return load < 0 || math.IsNaN(l) || load > 0 && math.IsInf(l, 0) }

@@ -199,31 +199,6 @@ func (a *adaptive) unprobed() float64 {
 	return a.limit
 }
 
-// probeClockLocked counts a sample on the probes' clock while no probe
-// runs (stepLocked), and starts a probe if one is due; it reports whether
-// it did. Only samples count. Where job IDs are many, that clock brings
-// probes seldom, and a limit started above C takes no type reference
-// (pool.go) and stays (with 10,000 repositories and C = 16, at 20 from 20).
-// Counting the completions without a reference too, once a pool's batch
-// found the samples scarce, let it come down; but at the report's 100
-// repositories, where more than a quarter of the completions have no
-// reference (job IDs that never ran at a load under the ceiling) and the
-// first seconds' batches find the samples scarce, the extra probes of the
-// start made the adaptive tests fail twice in three runs under the race
-// detector (TestAdaptiveSettlesOnASharedServer, the limit touching 21
-// seats for a tick outside a probe; TestAdaptiveNoisyJobsGetCheaper),
-// against none in four before the pools (benchmarks/ADMISSION.md, session
-// 40).
-func (s *Scheduler) probeClockLocked(now int64) bool {
-	a := s.adaptive
-	a.sinceProbe += 1 / max(a.limit, 1)
-	if a.sinceProbe < a.probeEvery {
-		return false
-	}
-	s.startProbeLocked(now)
-	return true
-}
-
 // startProbeLocked halves the limit for the round of jobs admitted under
 // it (at least minProbeSamples).
 func (s *Scheduler) startProbeLocked(now int64) {
@@ -234,7 +209,6 @@ func (s *Scheduler) startProbeLocked(now int64) {
 	a.lawSees = a.logShort-a.lawBase() > 2*a.logTol
 	s.setLimitLocked(a.limit*probeDepth, CapacityProbe, now)
 	a.probeLeft = max(s.cfg.Capacity, minProbeSamples)
-	a.probeJobs = probeSpan * a.probeLeft
 }
 
 // probeSampleLocked counts the sample of j, of log inflation lx, into the
@@ -259,28 +233,12 @@ func (s *Scheduler) probeSampleLocked(j *job, lx float64, now int64) {
 	if !j.probed { // admitted before the probe lowered the limit
 		return
 	}
+	a.probeLeft--
 	if !math.IsInf(lx, -1) { // a job of no measurable time has no log: it counts towards the round only
 		a.probeLog += lx
 		a.probeN++
 	}
-	s.probeRoundLocked(true, now)
-}
-
-// probeRoundLocked counts the completion of a job the running probe
-// admitted, a sample or one without a reference of its own (poolLocked),
-// and ends the probe when its round is in: a round of samples
-// (probeLeft), or probeSpan rounds of its jobs' completions, samples or
-// not, whichever comes first (probeJobs). Where job IDs are many, few of a
-// probe's jobs have a reference, and the probe held the limit at half for
-// as long as it took eight of them to complete: 6 to 28 % of the work went
-// to probes with 10,000 repositories (benchmarks/ADMISSION.md, session 39).
-func (s *Scheduler) probeRoundLocked(sample bool, now int64) {
-	a := s.adaptive
-	if sample {
-		a.probeLeft--
-	}
-	a.probeJobs--
-	if a.probeLeft > 0 && a.probeJobs > 0 {
+	if a.probeLeft > 0 {
 		return
 	}
 	s.endProbeLocked(now)
@@ -310,20 +268,6 @@ func (s *Scheduler) endProbeLocked(now int64) {
 	}
 	s.setLimitLocked(to, CapacityProbe, now)
 }
-
-// probeSpan is how many rounds of its jobs' completions a probe waits at
-// most for its round of samples (probeRoundLocked). One round ended the
-// probes just after a start, when every job ID is new, on a few samples,
-// the first of a probe's jobs to complete being its fast ones
-// (probeSampleLocked): after a start from C on a server that shares
-// itself, they read those as references taken under congestion and
-// started epochs, the limit settled at 19 to 21 seats for C = 16 rather
-// than 18, and TestAdaptiveSettlesOnASharedServer failed in 10 runs of 30
-// (none of 30 before the pools); a probe that ended so judging nothing
-// still left the adaptive tests failing in 8 of 10 runs of the set. After
-// two rounds the limit settled at 19; after four, at 18 as before, and the
-// set passed (benchmarks/ADMISSION.md, session 40).
-const probeSpan = 4
 
 // verdict judges the references by the probe's jobs, logM being the mean
 // log of their inflations and m its exponential (0 if none took time):

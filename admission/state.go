@@ -324,7 +324,6 @@ type typeState struct {
 	cfg             JobTypeConfig // as registered
 	flows           flowQueue
 	pause           *pause
-	pool            typePool // adaptive capacity's pooled samples (pool.go)
 }
 
 // blocked reports whether nothing of this type may start now (criteria 2 and
